@@ -1,0 +1,43 @@
+# The two commands a newcomer runs: `make run` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+MAILBRIDGE := $(BIN)/mailbridge
+
+.PHONY: run test install lint types unit integration acceptance bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(MAILBRIDGE) db upgrade
+	$(MAILBRIDGE) bootstrap
+	$(MAILBRIDGE) serve
+
+test: install lint types
+	$(BIN)/pytest
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+types: install
+	$(BIN)/mypy
+
+unit: install
+	$(BIN)/pytest tests/unit
+
+integration: install
+	$(BIN)/pytest tests/integration
+
+acceptance: install
+	$(BIN)/pytest tests/acceptance
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,3 @@
+from mailbridge.cli.main import main
+
+main()

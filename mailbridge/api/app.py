@@ -1,0 +1,67 @@
+"""The FastAPI application factory; nothing is created at import time."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+
+from fastapi import FastAPI
+
+from mailbridge import __version__
+from mailbridge.api.envelope import install_error_handlers
+from mailbridge.api.middleware import ApiMiddleware
+from mailbridge.api.routers import api_keys, health, logs
+from mailbridge.config import Settings
+from mailbridge.runner import Runner
+from mailbridge.services.context import ServiceContext
+from mailbridge.services.request_logs import RequestLogSink
+
+ROUTERS = (health.router, api_keys.router, logs.router)
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    context: ServiceContext | None = None,
+    with_runner: bool = False,
+) -> FastAPI:
+    """Build the API. ``with_runner`` also runs the runner's loops in this process (serve)."""
+    owns_context = context is None
+    if context is None:
+        context = ServiceContext.from_settings(settings or Settings())
+    log_sink = RequestLogSink(context.database)
+    runner = Runner(context) if with_runner else None
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        flusher = asyncio.create_task(log_sink.run(), name="request-log-flusher")
+        if runner is not None:
+            await runner.start_in_background()
+        try:
+            yield
+        finally:
+            if runner is not None:
+                await runner.stop()
+            flusher.cancel()
+            with suppress(asyncio.CancelledError):
+                await flusher
+            await log_sink.flush()
+            if owns_context:
+                await context.database.dispose()
+
+    app = FastAPI(
+        title="mailbridge",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.context = context
+    app.state.log_sink = log_sink
+    app.state.runner = runner
+    install_error_handlers(app)
+    for router in ROUTERS:
+        app.include_router(router)
+    app.add_middleware(ApiMiddleware, context=context, log_sink=log_sink)
+    return app

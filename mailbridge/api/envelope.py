@@ -1,0 +1,70 @@
+"""Every non-2xx answer is the spec's envelope ``{statusCode, name, message}``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from mailbridge.errors import (
+    ApiError,
+    HttpStatusError,
+    MethodNotAllowed,
+    MissingRequiredField,
+    NotFound,
+    ValidationError,
+)
+
+
+def error_response(error: ApiError) -> JSONResponse:
+    return JSONResponse(error.to_envelope(), status_code=error.status_code, headers=error.headers)
+
+
+def _field_name(location: tuple[Any, ...]) -> str:
+    return ".".join(str(part) for part in location[1:]) if len(location) > 1 else ""
+
+
+def translate_validation_error(exc: RequestValidationError) -> ApiError:
+    """FastAPI's validation errors, told in the spec's names."""
+    errors = list(exc.errors())
+    for error in errors:
+        if error.get("type") == "json_invalid":
+            return ValidationError("The request body is not valid JSON.")
+    for error in errors:
+        location = tuple(error.get("loc", ()))
+        if error.get("type") == "missing" and location[:1] == ("body",):
+            field = _field_name(location)
+            if not field:
+                return MissingRequiredField("Missing request body.")
+            return MissingRequiredField.for_field(field)
+    first = errors[0] if errors else {}
+    field = _field_name(tuple(first.get("loc", ())))
+    detail = str(first.get("msg", "is not valid"))
+    if field:
+        return ValidationError(f"Invalid `{field}`: {detail}.")
+    return ValidationError(f"Invalid request: {detail}.")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    async def on_api_error(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, ApiError)
+        return error_response(exc)
+
+    async def on_validation_error(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return error_response(translate_validation_error(exc))
+
+    async def on_http_error(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        if exc.status_code == 404:
+            return error_response(NotFound())
+        if exc.status_code == 405:
+            return error_response(MethodNotAllowed())
+        return error_response(HttpStatusError(exc.status_code, str(exc.detail)))
+
+    app.add_exception_handler(ApiError, on_api_error)
+    app.add_exception_handler(RequestValidationError, on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, on_http_error)

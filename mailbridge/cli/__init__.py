@@ -1,0 +1,1 @@
+"""The ``mailbridge`` command: server commands, operator commands, resource groups."""

@@ -1,0 +1,139 @@
+"""The ``mailbridge`` command line."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from types import FrameType
+from typing import Annotated
+
+import typer
+import uvicorn
+
+from mailbridge.api.app import create_app
+from mailbridge.cli import operator
+from mailbridge.cli.output import run
+from mailbridge.config import Settings
+from mailbridge.runner import Runner
+from mailbridge.services import api_keys, teams
+from mailbridge.services.context import ServiceContext
+from mailbridge.storage.migrate import upgrade
+
+app = typer.Typer(
+    name="mailbridge",
+    help="Self-hostable email platform with an automation engine.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(operator.db_app, name="db")
+app.add_typer(operator.teams_app, name="teams")
+app.add_typer(operator.keys_app, name="keys")
+app.add_typer(operator.members_app, name="members")
+
+HostOption = Annotated[str | None, typer.Option("--host", help="bind address")]
+PortOption = Annotated[int | None, typer.Option("--port", help="TCP port")]
+
+
+def _configure_logging(settings: Settings) -> None:
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def _graceful_exit(_signum: int, _frame: FrameType | None) -> None:
+    """After uvicorn's graceful shutdown it re-raises the signal; we have stopped: exit 0."""
+
+
+def _serve_http(settings: Settings, host: str | None, port: int | None, with_runner: bool) -> None:
+    _configure_logging(settings)
+    upgrade(settings.resolved_database_url, settings.database_schema)
+    application = create_app(settings, with_runner=with_runner)
+    config = uvicorn.Config(
+        application,
+        host=host or settings.host,
+        port=port if port is not None else settings.port,
+        log_level=settings.log_level,
+        lifespan="on",
+        proxy_headers=False,
+    )
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _graceful_exit)
+    uvicorn.Server(config).run()
+
+
+@app.command()
+def serve(host: HostOption = None, port: PortOption = None) -> None:
+    """The API and the runner loops in one process (the embedded default)."""
+    _serve_http(Settings(), host, port, with_runner=True)
+
+
+@app.command()
+def api(host: HostOption = None, port: PortOption = None) -> None:
+    """The API alone (run any number, with `mailbridge runner` beside them)."""
+    _serve_http(Settings(), host, port, with_runner=False)
+
+
+@app.command()
+def runner() -> None:
+    """The runner alone: claims due work and runs the periodic ticks until SIGTERM."""
+    settings = Settings()
+    _configure_logging(settings)
+    upgrade(settings.resolved_database_url, settings.database_schema)
+
+    async def main() -> None:
+        context = ServiceContext.from_settings(settings)
+        try:
+            await Runner(context).run_until_stopped()
+        finally:
+            await context.database.dispose()
+
+    asyncio.run(main())
+
+
+@app.command()
+def bootstrap(
+    host: HostOption = None,
+    port: PortOption = None,
+) -> None:
+    """First start: create a team and a first key when the database is new, and say what next."""
+    settings = Settings()
+    upgrade(settings.resolved_database_url, settings.database_schema)
+    base = f"http://{host or settings.host}:{port if port is not None else settings.port}"
+
+    async def main() -> str | None:
+        context = ServiceContext.from_settings(settings)
+        try:
+            async with context.database.session() as session:
+                if await teams.count_teams(session):
+                    return None
+                team = await teams.create_team(session, context.clock, "default")
+                _key, token = await api_keys.create_api_key(
+                    session, context.clock, team.id, "first key"
+                )
+                return token
+        finally:
+            await context.database.dispose()
+
+    token = run(main)
+    if token is None:
+        typer.echo(
+            "mailbridge: the database has a team already. A new key: "
+            "`.venv/bin/mailbridge keys create --name NAME`"
+        )
+        return
+    typer.echo(
+        "\nmailbridge: created team 'default' and its first API key (shown only now):\n\n"
+        f"    {token}\n\n"
+        "Try it once the server is up:\n\n"
+        f'    curl -s -H "Authorization: Bearer {token}" {base}/api-keys\n'
+    )
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

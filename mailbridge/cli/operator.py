@@ -1,0 +1,138 @@
+"""Operator commands that act on the database directly (DESIGN §7)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Annotated, Any, TypeVar
+
+import typer
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from mailbridge.cli.output import emit, run
+from mailbridge.clock import isoformat_ms
+from mailbridge.config import Settings
+from mailbridge.services import api_keys, teams
+from mailbridge.services.api_keys import Permission, api_key_view
+from mailbridge.services.context import ServiceContext
+from mailbridge.services.teams import Role
+from mailbridge.storage.migrate import upgrade
+
+T = TypeVar("T")
+
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+teams_app = typer.Typer(help="Teams (tenants).", no_args_is_help=True)
+keys_app = typer.Typer(help="API keys (operator side: create and revoke).", no_args_is_help=True)
+members_app = typer.Typer(help="Team members and their sessions.", no_args_is_help=True)
+
+TeamOption = Annotated[
+    str | None, typer.Option("--team", help="team name or id; may be omitted with one team")
+]
+
+
+def with_session(action: Callable[[ServiceContext, AsyncSession], Awaitable[T]]) -> T:
+    """Migrate, open a session, run ``action``, close everything."""
+    settings = Settings()
+    upgrade(settings.resolved_database_url, settings.database_schema)
+
+    async def main() -> T:
+        context = ServiceContext.from_settings(settings)
+        try:
+            async with context.database.session() as session:
+                return await action(context, session)
+        finally:
+            await context.database.dispose()
+
+    return run(main)
+
+
+@db_app.command("upgrade")
+def db_upgrade(revision: str = "head") -> None:
+    """Apply the migrations up to REVISION (default: the newest)."""
+    settings = Settings()
+    upgrade(settings.resolved_database_url, settings.database_schema, revision)
+    emit({"database": settings.resolved_database_url.split("@")[-1], "revision": revision})
+
+
+def team_view(team: Any) -> dict[str, Any]:
+    return {
+        "object": "team",
+        "id": team.id,
+        "name": team.name,
+        "plan": team.plan,
+        "created_at": isoformat_ms(team.created_at),
+    }
+
+
+@teams_app.command("create")
+def teams_create(
+    name: Annotated[str, typer.Option("--name", help="the team's name")],
+    plan: Annotated[str, typer.Option("--plan", help="free or pro")] = "free",
+) -> None:
+    """Create a team."""
+
+    async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
+        return team_view(await teams.create_team(session, context.clock, name, plan))
+
+    emit(with_session(action))
+
+
+@keys_app.command("create")
+def keys_create(
+    name: Annotated[str, typer.Option("--name", help="what the key is for")],
+    team: TeamOption = None,
+    permission: Annotated[
+        Permission, typer.Option("--permission", help="full_access or sending_access")
+    ] = Permission.FULL_ACCESS,
+    domain: Annotated[
+        str | None, typer.Option("--domain", help="limit a sending key to one domain")
+    ] = None,
+    expires_in_days: Annotated[
+        int | None, typer.Option("--expires-in-days", min=1, help="expire the key")
+    ] = None,
+) -> None:
+    """Create an API key and print it with its token (shown this once only)."""
+
+    async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
+        owner = await teams.resolve_team(session, team)
+        expires = context.clock.now() + timedelta(days=expires_in_days) if expires_in_days else None
+        key, token = await api_keys.create_api_key(
+            session, context.clock, owner.id, name, permission, domain, expires
+        )
+        return {"object": "api_key", **api_key_view(key), "team_id": owner.id, "token": token}
+
+    emit(with_session(action))
+
+
+@keys_app.command("revoke")
+def keys_revoke(key_id: Annotated[str, typer.Argument(help="the key's id")]) -> None:
+    """Revoke an API key at once."""
+
+    async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
+        key = await api_keys.revoke_api_key(session, context.clock, None, key_id)
+        return {"object": "api_key", "id": key.id, "revoked_at": isoformat_ms(key.revoked_at)}
+
+    emit(with_session(action))
+
+
+@members_app.command("add")
+def members_add(
+    email: Annotated[str, typer.Option("--email")],
+    role: Annotated[Role, typer.Option("--role", help="owner, admin or view_only")],
+    team: TeamOption = None,
+) -> None:
+    """Add a member and print a session token for them (the dashboard's credential)."""
+
+    async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
+        owner = await teams.resolve_team(session, team)
+        member, token = await teams.add_member(session, context.clock, owner, email, role)
+        return {
+            "object": "member",
+            "id": member.id,
+            "team_id": owner.id,
+            "email": member.email,
+            "role": member.role,
+            "session_token": token,
+        }
+
+    emit(with_session(action))

@@ -1,0 +1,43 @@
+"""Settings read from the environment (prefix ``MAILBRIDGE_``); names are DESIGN §7."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MAILBRIDGE_", extra="ignore")
+
+    data_dir: Path = Field(default=Path("./var"), description="outbox, blobs and the SQLite file")
+    database_url: str | None = Field(
+        default=None,
+        description="SQLAlchemy async URL; unset means SQLite at <data_dir>/mailbridge.db",
+    )
+    database_schema: str | None = Field(
+        default=None, description="PostgreSQL schema to use (search_path); unset means public"
+    )
+    redis_url: str | None = None
+    smtp_url: str | None = None
+    test_domain: str = "simulator.mailbridge.dev"
+    dns_nameserver: str | None = None
+    send_rate_limit: str = "60/minute"
+    webhook_allow_private: bool = False
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    log_level: str = "info"
+    request_log_retention_days: int = 30
+    runner_poll_interval: float = Field(default=0.25, gt=0, le=0.25)
+
+    @property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{(self.data_dir / 'mailbridge.db').as_posix()}"
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.resolved_database_url.startswith("sqlite")

@@ -1,0 +1,128 @@
+"""One runner object, two entry points.
+
+``start_in_background()`` runs inside a host's event loop (``mailbridge serve`` starts
+it from the API's lifespan); ``run_until_stopped()`` is the ``mailbridge runner``
+daemon, which stops on SIGTERM after finishing or releasing what it holds.
+
+Two kinds of work: *workers*, long-running loops that claim due rows (deliveries,
+enrollments, webhook attempts: added by later subsystems), and *ticks*, periodic
+jobs run by APScheduler 3 with a memory job store — never one job per row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Protocol
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+
+from mailbridge.runner.signals import stop_on_signals
+from mailbridge.services import request_logs
+from mailbridge.services.context import ServiceContext
+
+logger = logging.getLogger(__name__)
+
+
+class Worker(Protocol):
+    name: str
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        """Claim and act on due work until ``stopping`` is set; release claims on the way out."""
+        ...
+
+
+@dataclass(frozen=True)
+class Tick:
+    name: str
+    every: timedelta
+    job: Callable[[], Awaitable[object]]
+
+
+def default_ticks(context: ServiceContext) -> list[Tick]:
+    retention = timedelta(days=context.settings.request_log_retention_days)
+
+    async def purge_request_logs() -> int:
+        return await request_logs.purge_old_logs(context.database, context.clock, retention)
+
+    return [Tick("purge-request-logs", timedelta(hours=1), purge_request_logs)]
+
+
+class Runner:
+    def __init__(
+        self,
+        context: ServiceContext,
+        *,
+        workers: list[Worker] | None = None,
+        ticks: list[Tick] | None = None,
+    ) -> None:
+        self.context = context
+        self.workers = list(workers or [])
+        self.ticks = default_ticks(context) if ticks is None else list(ticks)
+        self._stopping = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._scheduler: AsyncIOScheduler | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._scheduler is not None
+
+    async def start_in_background(self) -> None:
+        if self.running:
+            return
+        self._stopping.clear()
+        scheduler = AsyncIOScheduler(timezone="UTC")
+        for tick in self.ticks:
+            scheduler.add_job(
+                self._run_tick,
+                IntervalTrigger(seconds=tick.every.total_seconds()),
+                args=[tick],
+                id=tick.name,
+                name=tick.name,
+                coalesce=True,
+                max_instances=1,
+            )
+        scheduler.start()
+        self._scheduler = scheduler
+        self._tasks = [
+            asyncio.create_task(worker.run(self._stopping), name=f"worker:{worker.name}")
+            for worker in self.workers
+        ]
+        logger.info("runner started: %d workers, %d ticks", len(self.workers), len(self.ticks))
+
+    async def stop(self) -> None:
+        if self._scheduler is None:
+            return
+        self._stopping.set()
+        self._scheduler.shutdown(wait=False)
+        self._scheduler = None
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        logger.info("runner stopped")
+
+    async def run_until_stopped(self) -> None:
+        stop_requested = asyncio.Event()
+        with stop_on_signals(stop_requested.set):
+            await self.start_in_background()
+            try:
+                await stop_requested.wait()
+            finally:
+                await self.stop()
+
+    async def run_tick_now(self, name: str) -> object:
+        """Run one tick at once (operators and tests)."""
+        tick = next(t for t in self.ticks if t.name == name)
+        return await tick.job()
+
+    async def _run_tick(self, tick: Tick) -> None:
+        with suppress(asyncio.CancelledError):
+            try:
+                await tick.job()
+            except Exception:
+                logger.exception("tick %s failed", tick.name)

@@ -1,0 +1,171 @@
+"""The request log behind GET /logs.
+
+Every authenticated API request is recorded. Entries are buffered in memory and
+written in groups (one commit for many requests), so logging never puts a database
+commit on the request's own path; GET /logs flushes first, so a caller always sees
+its own earlier requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, select, update
+
+from mailbridge.clock import Clock, isoformat_ms
+from mailbridge.errors import NotFound
+from mailbridge.storage.database import Database
+from mailbridge.storage.pagination import Page, PageRequest, paginate
+from mailbridge.storage.tables import ApiKey, RequestLog
+from mailbridge.storage.types import new_id
+
+logger = logging.getLogger(__name__)
+
+MAX_STORED_BODY = 16 * 1024
+REDACTED = "[redacted]"
+SECRET_KEY = re.compile(r"token|secret|password|passwd|api_?key|authorization|signing", re.I)
+BULKY_KEYS = {"content"}  # attachment payloads: their size is kept, not their bytes
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    team_id: str
+    api_key_id: str | None
+    member_id: str | None
+    method: str
+    path: str
+    query: str | None
+    status: int
+    user_agent: str | None
+    duration_ms: int
+    request_body: str | None
+    response_body: str | None
+    created_at: datetime
+
+
+def _redact(value: Any) -> Any:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if SECRET_KEY.search(str(key)):
+                out[key] = REDACTED
+            elif key in BULKY_KEYS and isinstance(item, str) and len(item) > 256:
+                out[key] = f"[{len(item)} characters omitted]"
+            else:
+                out[key] = _redact(item)
+        return out
+    if isinstance(value, list):
+        return [_redact(item) for item in value]
+    return value
+
+
+def redact_body(raw: bytes, truncated: bool = False) -> str | None:
+    """The body as stored in the log: JSON with secrets redacted, capped in size."""
+    if not raw:
+        return None
+    if truncated:
+        return json.dumps({"omitted": "body too large to log"})
+    try:
+        parsed = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return json.dumps({"omitted": "body is not JSON"})
+    text = json.dumps(_redact(parsed), separators=(",", ":"))
+    if len(text) > MAX_STORED_BODY:
+        return json.dumps({"omitted": "body too large to log"})
+    return text
+
+
+class RequestLogSink:
+    """Collects entries and writes them in groups; ``flush`` forces a write."""
+
+    def __init__(self, database: Database, *, max_pending: int = 500) -> None:
+        self._database = database
+        self._pending: list[LogEntry] = []
+        self._max_pending = max_pending
+        self._lock = asyncio.Lock()
+        self._wakeup = asyncio.Event()
+
+    def record(self, entry: LogEntry) -> None:
+        self._pending.append(entry)
+        if len(self._pending) >= self._max_pending:
+            self._wakeup.set()
+
+    async def flush(self) -> None:
+        async with self._lock:
+            entries, self._pending = self._pending, []
+            if not entries:
+                return
+            last_used: dict[str, datetime] = {}
+            for entry in entries:
+                if entry.api_key_id:
+                    seen = last_used.get(entry.api_key_id, entry.created_at)
+                    last_used[entry.api_key_id] = max(seen, entry.created_at)
+            async with self._database.session() as session:
+                session.add_all(RequestLog(id=new_id(), **entry.__dict__) for entry in entries)
+                for key_id, used_at in last_used.items():
+                    await session.execute(
+                        update(ApiKey).where(ApiKey.id == key_id).values(last_used_at=used_at)
+                    )
+                await session.commit()
+
+    async def run(self, interval: float = 0.5) -> None:
+        """Flush every ``interval`` seconds (or sooner when the buffer fills) until cancelled."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), timeout=interval)
+            self._wakeup.clear()
+            try:
+                await self.flush()
+            except Exception:
+                logger.exception("writing the request log failed; entries dropped")
+
+
+def log_view(row: RequestLog, *, with_bodies: bool) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "object": "log",
+        "id": row.id,
+        "created_at": isoformat_ms(row.created_at),
+        "method": row.method,
+        "endpoint": row.path,
+        "query": row.query,
+        "response_status": row.status,
+        "user_agent": row.user_agent,
+        "api_key_id": row.api_key_id,
+        "duration_ms": row.duration_ms,
+    }
+    if with_bodies:
+        view["request_body"] = json.loads(row.request_body) if row.request_body else None
+        view["response_body"] = json.loads(row.response_body) if row.response_body else None
+    return view
+
+
+async def list_logs(database: Database, team_id: str, page: PageRequest) -> Page[RequestLog]:
+    async with database.session() as session:
+        query = select(RequestLog).where(RequestLog.team_id == team_id)
+        return await paginate(session, query, RequestLog, page)
+
+
+async def get_log(database: Database, team_id: str, log_id: str) -> RequestLog:
+    async with database.session() as session:
+        row = await session.scalar(
+            select(RequestLog).where(RequestLog.team_id == team_id, RequestLog.id == log_id)
+        )
+    if row is None:
+        raise NotFound("Log not found.")
+    return row
+
+
+async def purge_old_logs(database: Database, clock: Clock, retention: timedelta) -> int:
+    async with database.session() as session:
+        result = await session.execute(
+            delete(RequestLog).where(RequestLog.created_at < clock.now() - retention)
+        )
+        await session.commit()
+    return int(getattr(result, "rowcount", 0) or 0)

@@ -1,0 +1,1 @@
+"""Persistence: tables, the engine/session factory, migrations and query helpers."""

@@ -1,0 +1,94 @@
+"""Cursor pagination (spec §8.3), one piece for every list.
+
+Order is newest first with the id as tie-break. ``after`` and ``before`` name an
+object of the same list (the cursor itself is excluded); a cursor outside the list —
+unknown, deleted, or another team's — is a 422, never a silent empty page.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from sqlalchemy import Select, and_, or_
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from mailbridge.errors import ValidationError
+
+T = TypeVar("T")
+
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 100
+
+
+@dataclass(frozen=True)
+class PageRequest:
+    limit: int = DEFAULT_LIMIT
+    after: str | None = None
+    before: str | None = None
+
+    @classmethod
+    def parse(
+        cls, limit: str | None = None, after: str | None = None, before: str | None = None
+    ) -> PageRequest:
+        if after is not None and before is not None:
+            raise ValidationError("`after` and `before` cannot be used together.")
+        value = DEFAULT_LIMIT
+        if limit is not None:
+            try:
+                value = int(limit)
+            except ValueError:
+                raise ValidationError("`limit` must be a number from 1 to 100.") from None
+            if not 1 <= value <= MAX_LIMIT:
+                raise ValidationError("`limit` must be a number from 1 to 100.")
+        return cls(limit=value, after=after, before=before)
+
+    @property
+    def cursor(self) -> str | None:
+        return self.after if self.after is not None else self.before
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    items: Sequence[T]
+    has_more: bool
+
+
+def _check_cursor_format(cursor: str) -> None:
+    try:
+        uuid.UUID(cursor)
+    except ValueError:
+        raise ValidationError(f"Invalid cursor `{cursor}`.") from None
+
+
+async def paginate(
+    session: AsyncSession, query: Select[tuple[T]], model: Any, page: PageRequest
+) -> Page[T]:
+    """Run ``query`` (already scoped to its list) for one page; ``model`` has id and created_at."""
+    created, ident = model.created_at, model.id
+    if page.cursor is not None:
+        _check_cursor_format(page.cursor)
+        anchor = (
+            await session.execute(
+                query.with_only_columns(created, ident).where(ident == page.cursor)
+            )
+        ).first()
+        if anchor is None:
+            raise ValidationError(f"Invalid cursor `{page.cursor}`: no such object in this list.")
+        at, at_id = anchor
+        if page.after is not None:
+            query = query.where(or_(created < at, and_(created == at, ident < at_id)))
+        else:
+            query = query.where(or_(created > at, and_(created == at, ident > at_id)))
+    if page.before is not None:
+        query = query.order_by(created.asc(), ident.asc())
+    else:
+        query = query.order_by(created.desc(), ident.desc())
+    rows = list((await session.scalars(query.limit(page.limit + 1))).all())
+    has_more = len(rows) > page.limit
+    rows = rows[: page.limit]
+    if page.before is not None:
+        rows.reverse()
+    return Page(items=rows, has_more=has_more)

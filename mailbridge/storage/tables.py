@@ -1,0 +1,102 @@
+"""The tables of mailbridge. Every row that belongs to a customer carries ``team_id``."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import ForeignKey, Index, Integer, MetaData, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from mailbridge.storage.types import IdColumnType, UTCDateTime, new_id
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map: ClassVar[dict[Any, Any]] = {datetime: UTCDateTime}
+
+
+class Team(Base):
+    """A tenant: every resource belongs to exactly one team."""
+
+    __tablename__ = "teams"
+
+    id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    plan: Mapped[str] = mapped_column(String(20), default="free")
+    created_at: Mapped[datetime]
+
+
+class Member(Base):
+    """A person in a team, with a role: owner, admin or view_only."""
+
+    __tablename__ = "members"
+    __table_args__ = (Index("uq_members_team_email", "team_id", "email", unique=True),)
+
+    id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True, default=new_id)
+    team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    email: Mapped[str] = mapped_column(String(320))
+    role: Mapped[str] = mapped_column(String(20))
+    created_at: Mapped[datetime]
+
+
+class MemberSession(Base):
+    """A signed-in member (the dashboard's credential); the token is kept only as a hash."""
+
+    __tablename__ = "member_sessions"
+
+    id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True, default=new_id)
+    member_id: Mapped[str] = mapped_column(ForeignKey("members.id", ondelete="CASCADE"))
+    token_prefix: Mapped[str] = mapped_column(String(40), unique=True)
+    token_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+    revoked_at: Mapped[datetime | None]
+
+
+class ApiKey(Base):
+    """An API key; the token is kept only as a SHA-256 hash, looked up by its prefix."""
+
+    __tablename__ = "api_keys"
+    __table_args__ = (Index("ix_api_keys_team_created", "team_id", "created_at", "id"),)
+
+    id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True, default=new_id)
+    team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(50))
+    permission: Mapped[str] = mapped_column(String(20))
+    domain: Mapped[str | None] = mapped_column(String(253))
+    token_prefix: Mapped[str] = mapped_column(String(40), unique=True)
+    token_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]
+    last_used_at: Mapped[datetime | None]
+
+
+class RequestLog(Base):
+    """One API request, as GET /logs shows it; bodies are stored with secrets redacted."""
+
+    __tablename__ = "request_logs"
+    __table_args__ = (Index("ix_request_logs_team_created", "team_id", "created_at", "id"),)
+
+    id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True, default=new_id)
+    team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    api_key_id: Mapped[str | None] = mapped_column(IdColumnType())
+    member_id: Mapped[str | None] = mapped_column(IdColumnType())
+    method: Mapped[str] = mapped_column(String(10))
+    path: Mapped[str] = mapped_column(String(2048))
+    query: Mapped[str | None] = mapped_column(Text)
+    status: Mapped[int] = mapped_column(Integer)
+    user_agent: Mapped[str | None] = mapped_column(String(512))
+    duration_ms: Mapped[int] = mapped_column(Integer)
+    request_body: Mapped[str | None] = mapped_column(Text)
+    response_body: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]

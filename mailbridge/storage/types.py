@@ -1,0 +1,61 @@
+"""Column types that behave the same on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import secrets
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import DateTime, Dialect, String
+from sqlalchemy.types import TypeDecorator
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC in Python; ``timestamptz`` on PostgreSQL, naive UTC text on SQLite."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetimes are not stored; pass an aware UTC instant")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        assert isinstance(value, datetime)
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def IdColumnType() -> String:
+    return String(36)
+
+
+_last_ms = 0
+_sequence = 0
+
+
+def new_id() -> str:
+    """A UUIDv7 (RFC 9562): time-ordered, so the id tie-break of a list follows creation order.
+
+    Within one millisecond a 12-bit counter (then a bump of the timestamp) keeps ids of
+    this process strictly increasing.
+    """
+    global _last_ms, _sequence
+    now_ms = time.time_ns() // 1_000_000
+    if now_ms > _last_ms:
+        _last_ms, _sequence = now_ms, 0
+    else:
+        _sequence += 1
+        if _sequence > 0xFFF:
+            _last_ms, _sequence = _last_ms + 1, 0
+    value = (_last_ms & 0xFFFF_FFFF_FFFF) << 80
+    value |= 0x7 << 76 | _sequence << 64
+    value |= 0b10 << 62 | secrets.randbits(62)
+    return str(uuid.UUID(int=value))
