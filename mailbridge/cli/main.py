@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import signal
+import sys
 from types import FrameType
 from typing import Annotated
 
 import typer
 import uvicorn
+
+# typer vendors its own click; its usage errors are only reachable here.
+from typer._click import exceptions as click_errors
 
 from mailbridge.api.app import create_app
 from mailbridge.cli import operator
@@ -132,7 +137,21 @@ def bootstrap(
 
 
 def main() -> None:
-    app()
+    """Run the CLI; rejected flags answer the ``cli_error`` object on stderr with exit 1."""
+    try:
+        code = app(standalone_mode=False)
+    except click_errors.NoArgsIsHelpError as exc:
+        typer.echo(exc.ctx.get_help() if exc.ctx else str(exc))
+        code = 0
+    except click_errors.UsageError as exc:
+        sys.stderr.write(
+            json.dumps({"statusCode": None, "name": "cli_error", "message": exc.format_message()})
+            + "\n"
+        )
+        code = 1
+    except typer.Abort:
+        code = 1
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,105 @@
+"""The acceptance tier: the real ``mailbridge`` processes, spoken to over real HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+STARTUP_TIMEOUT = 30.0
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def mailbridge(
+    *args: str, env: dict[str, str], check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mailbridge", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=check,
+    )
+
+
+@dataclass
+class Server:
+    process: subprocess.Popen[str]
+    base_url: str
+    env: dict[str, str]
+    log: Path
+
+    def stop(self, signum: int = signal.SIGTERM, timeout: float = 20.0) -> int:
+        self.process.send_signal(signum)
+        return self.process.wait(timeout=timeout)
+
+    def create_key(self, *args: str) -> dict[str, str]:
+        result = mailbridge("keys", "create", "--name", "acceptance", *args, env=self.env)
+        created: dict[str, str] = json.loads(result.stdout)
+        return created
+
+
+@pytest.fixture
+def environment(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAILBRIDGE_")}
+    env["MAILBRIDGE_DATA_DIR"] = str(tmp_path / "var")
+    return env
+
+
+def start(command: str, env: dict[str, str], log: Path) -> Server:
+    port = free_port()
+    with log.open("w") as handle:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mailbridge",
+                command,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+            ],
+            env=env,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    base_url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"{command} exited early:\n{log.read_text()}")
+        try:
+            if httpx.get(f"{base_url}/health", timeout=1).status_code == 200:
+                return Server(process, base_url, env, log)
+        except httpx.TransportError:
+            time.sleep(0.1)
+    process.kill()
+    raise AssertionError(f"{command} did not start:\n{log.read_text()}")
+
+
+@pytest.fixture
+def server(environment: dict[str, str], tmp_path: Path) -> Iterator[Server]:
+    mailbridge("teams", "create", "--name", "acme", env=environment)
+    running = start("serve", environment, tmp_path / "serve.log")
+    yield running
+    if running.process.poll() is None:
+        running.process.kill()
+        running.process.wait()
