@@ -31,6 +31,16 @@ class Settings(BaseSettings):
     log_level: str = "info"
     request_log_retention_days: int = 30
     runner_poll_interval: float = Field(default=0.25, gt=0, le=0.25)
+    public_url: str = Field(
+        default="http://127.0.0.1:8000",
+        description="where recipients reach this service (tracking and unsubscribe links)",
+    )
+    contacts_write_timeout: float = Field(
+        default=30.0, gt=0, description="seconds a contact write may take before it is rolled back"
+    )
+    domain_recheck_interval: float = Field(
+        default=6 * 3600, gt=0, description="seconds between the runner's domain re-verifications"
+    )
 
     @property
     def resolved_database_url(self) -> str:

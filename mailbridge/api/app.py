@@ -11,13 +11,35 @@ from fastapi import FastAPI
 from mailbridge import __version__
 from mailbridge.api.envelope import install_error_handlers
 from mailbridge.api.middleware import ApiMiddleware
-from mailbridge.api.routers import api_keys, health, logs
+from mailbridge.api.routers import (
+    api_keys,
+    audiences,
+    contact_properties,
+    contacts,
+    domains,
+    health,
+    logs,
+    segments,
+    templates,
+    topics,
+)
 from mailbridge.config import Settings
 from mailbridge.runner import Runner
 from mailbridge.services.context import ServiceContext
 from mailbridge.services.request_logs import RequestLogSink
 
-ROUTERS = (health.router, api_keys.router, logs.router)
+ROUTERS = (
+    health.router,
+    api_keys.router,
+    logs.router,
+    domains.router,
+    audiences.router,
+    contacts.router,
+    contact_properties.router,
+    segments.router,
+    topics.router,
+    templates.router,
+)
 
 
 def create_app(

@@ -1,27 +1,14 @@
-"""The tables of mailbridge. Every row that belongs to a customer carries ``team_id``."""
+"""Teams, members, their sessions, API keys and the request log."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar
 
-from sqlalchemy import ForeignKey, Index, Integer, MetaData, String, Text
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy import ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
 
-from mailbridge.storage.types import IdColumnType, UTCDateTime, new_id
-
-NAMING_CONVENTION = {
-    "ix": "ix_%(column_0_label)s",
-    "uq": "uq_%(table_name)s_%(column_0_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
-
-
-class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING_CONVENTION)
-    type_annotation_map: ClassVar[dict[Any, Any]] = {datetime: UTCDateTime}
+from mailbridge.storage.tables.base import Base
+from mailbridge.storage.types import IdColumnType, new_id
 
 
 class Team(Base):

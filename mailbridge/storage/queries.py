@@ -1,0 +1,36 @@
+"""Small query helpers every resource service uses."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, TypeVar
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from mailbridge.errors import NotFound
+
+M = TypeVar("M")
+
+
+def is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+async def get_owned(
+    session: AsyncSession, model: type[M], team_id: str, object_id: str, what: str
+) -> M:
+    """The team's row ``object_id`` of ``model``, or 404 ``not_found`` (foreign ids too)."""
+    table: Any = model
+    row = None
+    if is_uuid(object_id):
+        row = await session.scalar(
+            select(model).where(table.id == object_id, table.team_id == team_id)
+        )
+    if row is None:
+        raise NotFound(f"{what} not found.")
+    return row
