@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pydantic
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -65,6 +66,14 @@ def install_error_handlers(app: FastAPI) -> None:
             return error_response(MethodNotAllowed())
         return error_response(HttpStatusError(exc.status_code, str(exc.detail)))
 
+    async def on_model_error(_request: Request, exc: Exception) -> JSONResponse:
+        """A model validated inside a service, not by FastAPI: still the caller's input."""
+        assert isinstance(exc, pydantic.ValidationError)
+        problem = exc.errors()[0]
+        field = ".".join(str(part) for part in problem["loc"])
+        return error_response(ValidationError(f"Invalid `{field}`: {problem['msg']}."))
+
     app.add_exception_handler(ApiError, on_api_error)
+    app.add_exception_handler(pydantic.ValidationError, on_model_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)

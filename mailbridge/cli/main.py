@@ -18,6 +18,7 @@ from typer._click import exceptions as click_errors
 
 from mailbridge.api.app import create_app
 from mailbridge.cli import operator
+from mailbridge.cli.domains import domains_app
 from mailbridge.cli.output import run
 from mailbridge.config import Settings
 from mailbridge.runner import Runner
@@ -35,6 +36,7 @@ app.add_typer(operator.db_app, name="db")
 app.add_typer(operator.teams_app, name="teams")
 app.add_typer(operator.keys_app, name="keys")
 app.add_typer(operator.members_app, name="members")
+app.add_typer(domains_app, name="domains")
 
 HostOption = Annotated[str | None, typer.Option("--host", help="bind address")]
 PortOption = Annotated[int | None, typer.Option("--port", help="TCP port")]

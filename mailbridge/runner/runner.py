@@ -23,7 +23,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from mailbridge.runner.signals import stop_on_signals
-from mailbridge.services import request_logs
+from mailbridge.services import domain_verification, request_logs
 from mailbridge.services.context import ServiceContext
 
 logger = logging.getLogger(__name__)
@@ -50,7 +50,15 @@ def default_ticks(context: ServiceContext) -> list[Tick]:
     async def purge_request_logs() -> int:
         return await request_logs.purge_old_logs(context.database, context.clock, retention)
 
-    return [Tick("purge-request-logs", timedelta(hours=1), purge_request_logs)]
+    async def recheck_domains() -> int:
+        return await domain_verification.recheck_due_domains(context)
+
+    # Four runs per interval, so no domain waits much past its interval.
+    recheck_every = timedelta(seconds=max(1.0, context.settings.domain_recheck_interval / 4))
+    return [
+        Tick("purge-request-logs", timedelta(hours=1), purge_request_logs),
+        Tick("recheck-domains", recheck_every, recheck_domains),
+    ]
 
 
 class Runner:

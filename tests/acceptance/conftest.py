@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import resend
 
 STARTUP_TIMEOUT = 30.0
 
@@ -103,3 +104,13 @@ def server(environment: dict[str, str], tmp_path: Path) -> Iterator[Server]:
     if running.process.poll() is None:
         running.process.kill()
         running.process.wait()
+
+
+@pytest.fixture
+def sdk(server: Server) -> Iterator[Server]:
+    """The official Resend SDK pointed at ``server`` with a fresh full-access key."""
+    saved = resend.api_key, resend.api_url
+    resend.api_url = server.base_url
+    resend.api_key = server.create_key()["token"]
+    yield server
+    resend.api_key, resend.api_url = saved

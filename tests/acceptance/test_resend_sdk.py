@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import resend
 import resend.exceptions
 
 from tests.acceptance.conftest import Server
-
-
-@pytest.fixture
-def sdk(server: Server) -> Iterator[Server]:
-    saved = resend.api_key, resend.api_url
-    resend.api_url = server.base_url
-    resend.api_key = server.create_key()["token"]
-    yield server
-    resend.api_key, resend.api_url = saved
 
 
 def test_sdk_lists_api_keys(sdk: Server) -> None:

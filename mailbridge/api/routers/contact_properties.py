@@ -1,5 +1,67 @@
+"""Contact properties: the custom keys contacts may carry."""
+
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body
+from pydantic import BaseModel
+
+from mailbridge.api.bodies import list_body
+from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
+from mailbridge.services import contact_properties
+from mailbridge.services.contact_properties import contact_property_view
 
 router = APIRouter(tags=["contact-properties"])
+
+
+class CreateContactProperty(BaseModel):
+    key: str
+    type: str
+    fallback_value: Any = None
+
+
+@router.post("/contact-properties", status_code=201)
+async def create_property(
+    body: CreateContactProperty, principal: Writer, session: SessionDep, context: ContextDep
+) -> dict[str, Any]:
+    prop = await contact_properties.create_property(
+        session, context.clock, principal.team_id, body.key, body.type, body.fallback_value
+    )
+    return {"object": "contact_property", "id": prop.id}
+
+
+@router.get("/contact-properties")
+async def list_properties(principal: Reader, session: SessionDep, page: PageDep) -> dict[str, Any]:
+    result = await contact_properties.list_properties(session, principal.team_id, page)
+    return list_body(result, contact_property_view)
+
+
+@router.get("/contact-properties/{property_id}")
+async def get_property(property_id: str, principal: Reader, session: SessionDep) -> dict[str, Any]:
+    prop = await contact_properties.get_property(session, principal.team_id, property_id)
+    return contact_property_view(prop)
+
+
+@router.patch("/contact-properties/{property_id}")
+async def update_property(
+    property_id: str,
+    body: Annotated[dict[str, Any], Body()],
+    principal: Writer,
+    session: SessionDep,
+    context: ContextDep,
+) -> dict[str, Any]:
+    prop = await contact_properties.update_property(
+        session, context.clock, principal.team_id, property_id, body
+    )
+    return {"object": "contact_property", "id": prop.id}
+
+
+@router.delete("/contact-properties/{property_id}")
+async def delete_property(
+    property_id: str, principal: Writer, session: SessionDep, context: ContextDep
+) -> dict[str, Any]:
+    prop = await contact_properties.delete_property(
+        session, context, principal.team_id, property_id
+    )
+    return {"object": "contact_property", "id": prop.id, "deleted": True}

@@ -1,5 +1,148 @@
+"""Sending domains, their verification and claims (the Resend SDK's paths and fields)."""
+
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Any
+
+from fastapi import APIRouter, Response
+from pydantic import BaseModel, Field
+
+from mailbridge.api.bodies import list_body
+from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
+from mailbridge.services import domain_claims, domain_verification, domains
+from mailbridge.services.domains import (
+    DomainChanges,
+    DomainOptions,
+    Tls,
+    domain_summary_view,
+    domain_view,
+)
 
 router = APIRouter(tags=["domains"])
+
+
+class CreateDomain(BaseModel):
+    name: str = Field(min_length=1, max_length=domains.MAX_NAME_LENGTH)
+    region: str = domains.REGIONS[0]
+    custom_return_path: str = domains.DEFAULT_RETURN_PATH
+    tracking_subdomain: str = domains.DEFAULT_TRACKING_SUBDOMAIN
+    open_tracking: bool = False
+    click_tracking: bool = False
+
+
+class UpdateDomain(BaseModel):
+    open_tracking: bool | None = None
+    click_tracking: bool | None = None
+    tls: Tls | None = None
+    tracking_subdomain: str | None = None
+
+
+class ClaimDomain(BaseModel):
+    """Resend's claim body; a claimed domain keeps its own settings, so only ``name`` counts."""
+
+    name: str = Field(min_length=1, max_length=domains.MAX_NAME_LENGTH)
+
+
+@router.post("/domains", status_code=201)
+async def create_domain(
+    body: CreateDomain, principal: Writer, session: SessionDep, context: ContextDep
+) -> dict[str, Any]:
+    options = DomainOptions(
+        region=body.region,
+        return_path=body.custom_return_path,
+        tracking_subdomain=body.tracking_subdomain,
+        open_tracking=body.open_tracking,
+        click_tracking=body.click_tracking,
+    )
+    domain = await domains.create_domain(
+        session, context.clock, context.settings, principal.team_id, body.name, options
+    )
+    return domain_view(domain, context.settings)
+
+
+@router.get("/domains")
+async def list_domains(principal: Reader, session: SessionDep, page: PageDep) -> dict[str, Any]:
+    result = await domains.list_domains(session, principal.team_id, page)
+    return list_body(result, domain_summary_view)
+
+
+@router.post("/domains/claim")
+async def claim_domain(
+    body: ClaimDomain,
+    principal: Writer,
+    session: SessionDep,
+    context: ContextDep,
+    response: Response,
+) -> dict[str, Any]:
+    claim, started = await domain_claims.claim_domain(
+        session, context.clock, context.settings, principal.team_id, body.name
+    )
+    response.status_code = 201 if started else 200
+    return await domain_claims.claim_view(session, context.clock, claim)
+
+
+@router.get("/domains/{domain_id}")
+async def get_domain(
+    domain_id: str, principal: Reader, session: SessionDep, context: ContextDep
+) -> dict[str, Any]:
+    domain = await domains.get_domain(session, principal.team_id, domain_id)
+    return domain_view(domain, context.settings)
+
+
+@router.patch("/domains/{domain_id}")
+async def update_domain(
+    domain_id: str,
+    body: UpdateDomain,
+    principal: Writer,
+    session: SessionDep,
+    context: ContextDep,
+) -> dict[str, Any]:
+    changes = DomainChanges(
+        open_tracking=body.open_tracking,
+        click_tracking=body.click_tracking,
+        tls=body.tls,
+        tracking_subdomain=body.tracking_subdomain,
+    )
+    domain = await domains.update_domain(
+        session, context.clock, context.settings, principal.team_id, domain_id, changes
+    )
+    return domain_view(domain, context.settings)
+
+
+@router.delete("/domains/{domain_id}")
+async def delete_domain(
+    domain_id: str, principal: Writer, session: SessionDep, context: ContextDep
+) -> dict[str, Any]:
+    domain = await domains.delete_domain(
+        session, context.clock, context.settings, principal.team_id, domain_id
+    )
+    return {"object": "domain", "id": domain.id, "deleted": True}
+
+
+@router.post("/domains/{domain_id}/verify")
+async def verify_domain(
+    domain_id: str, principal: Writer, session: SessionDep, context: ContextDep
+) -> dict[str, Any]:
+    """Checks DNS now and answers the outcome (Resend answers before checking)."""
+    domain = await domain_verification.verify_domain(
+        session, context.clock, context.settings, principal.team_id, domain_id
+    )
+    return domain_view(domain, context.settings)
+
+
+@router.get("/domains/{domain_id}/claim")
+async def get_claim(
+    domain_id: str, principal: Reader, session: SessionDep, context: ContextDep
+) -> dict[str, Any]:
+    claim = await domain_claims.claim_for_domain(session, principal.team_id, domain_id)
+    return await domain_claims.claim_view(session, context.clock, claim)
+
+
+@router.post("/domains/{domain_id}/claim/verify")
+async def verify_claim(
+    domain_id: str, principal: Writer, session: SessionDep, context: ContextDep
+) -> dict[str, Any]:
+    claim = await domain_claims.verify_claim(
+        session, context.clock, context.settings, principal.team_id, domain_id
+    )
+    return await domain_claims.claim_view(session, context.clock, claim)

@@ -1,0 +1,1 @@
+"""Mail: composing messages, templates, DKIM, providers, tracking, inbound, bounces."""

@@ -1,0 +1,92 @@
+"""DKIM keys and signing: a signature made with mail/dkim.py verifies against the TXT we publish."""
+
+from __future__ import annotations
+
+import base64
+
+import dkim as dkimpy
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from mailbridge.mail import dkim
+
+MESSAGE = (
+    b"From: Ada <ada@corp.io>\r\n"
+    b"To: bob@elsewhere.dev\r\n"
+    b"Subject: Hello\r\n"
+    b"Date: Thu, 01 Jan 2026 00:00:00 +0000\r\n"
+    b"Message-ID: <1@corp.io>\r\n"
+    b"\r\n"
+    b"Hi Bob,\r\nthe numbers are in.\r\n"
+)
+
+
+@pytest.fixture(scope="module")
+def keys() -> dkim.DkimKeyPair:
+    return dkim.generate_key_pair()
+
+
+class FakeDns:
+    """A dkimpy ``dnsfunc`` answering TXT lookups from a dict (fqdn without the final dot)."""
+
+    def __init__(self, records: dict[str, str]) -> None:
+        self.records = records
+        self.asked: list[str] = []
+
+    def __call__(self, name: bytes, timeout: int = 5) -> bytes | None:
+        fqdn = name.decode().rstrip(".")
+        self.asked.append(fqdn)
+        value = self.records.get(fqdn)
+        return value.encode() if value is not None else None
+
+
+def test_key_pair_is_rsa_2048_and_the_public_half_matches(keys: dkim.DkimKeyPair) -> None:
+    private = serialization.load_pem_private_key(keys.private_key_pem.encode(), password=None)
+    assert isinstance(private, rsa.RSAPrivateKey)
+    assert private.key_size == 2048
+    published = serialization.load_der_public_key(base64.b64decode(keys.public_key))
+    assert isinstance(published, rsa.RSAPublicKey)
+    assert published.public_numbers() == private.public_key().public_numbers()
+    assert keys.private_key_pem.startswith("-----BEGIN RSA PRIVATE KEY-----")
+
+
+def test_txt_value_is_the_dkim1_record(keys: dkim.DkimKeyPair) -> None:
+    assert keys.txt_value == f"v=DKIM1; k=rsa; p={keys.public_key}"
+    assert dkim.published_key(keys.txt_value) == keys.public_key
+    spaced = f"v=DKIM1;k=rsa; p= {keys.public_key[:50]} {keys.public_key[50:]} "
+    assert dkim.published_key(spaced) == keys.public_key
+    assert dkim.published_key("v=DKIM1; k=rsa") is None
+
+
+def test_signed_message_verifies_against_the_published_record(keys: dkim.DkimKeyPair) -> None:
+    signed = dkim.sign(MESSAGE, "corp.io", "mailbridge", keys.private_key_pem)
+    assert signed.startswith(b"DKIM-Signature:") and signed.endswith(MESSAGE)
+    assert b"d=corp.io" in signed and b"s=mailbridge" in signed
+    dnsfunc = FakeDns({"mailbridge._domainkey.corp.io": keys.txt_value})
+    assert dkimpy.verify(signed, dnsfunc=dnsfunc) is True
+    assert dnsfunc.asked == ["mailbridge._domainkey.corp.io"]
+
+
+def test_a_changed_body_or_another_key_fails(keys: dkim.DkimKeyPair) -> None:
+    signed = dkim.sign(MESSAGE, "corp.io", "mailbridge", keys.private_key_pem)
+    dnsfunc = FakeDns({"mailbridge._domainkey.corp.io": keys.txt_value})
+    assert dkimpy.verify(signed.replace(b"numbers", b"figures"), dnsfunc=dnsfunc) is False
+    other = dkim.generate_key_pair()
+    assert (
+        dkimpy.verify(signed, dnsfunc=FakeDns({"mailbridge._domainkey.corp.io": other.txt_value}))
+        is False
+    )
+
+
+def test_bare_newlines_are_kept(keys: dkim.DkimKeyPair) -> None:
+    message = MESSAGE.replace(b"\r\n", b"\n")
+    signed = dkim.sign(message, "corp.io", "mailbridge", keys.private_key_pem)
+    assert b"\r\n" not in signed and signed.endswith(message)
+    dnsfunc = FakeDns({"mailbridge._domainkey.corp.io": keys.txt_value})
+    assert dkimpy.verify(signed, dnsfunc=dnsfunc) is True
+
+
+def test_a_bad_key_is_a_dkim_error() -> None:
+    with pytest.raises(dkim.DkimError):
+        dkim.sign(MESSAGE, "corp.io", "mailbridge", "not a key")
