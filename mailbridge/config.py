@@ -38,6 +38,20 @@ class Settings(BaseSettings):
     contacts_write_timeout: float = Field(
         default=30.0, gt=0, description="seconds a contact write may take before it is rolled back"
     )
+    secret_key: str | None = Field(
+        default=None,
+        description="signs tracking and unsubscribe links; unset: generated once, kept in the db",
+    )
+    batch_time_budget: float = Field(
+        default=10.0,
+        gt=0,
+        description="seconds POST /emails/batch may take before batch_incomplete",
+    )
+    smtp_pool_size: int = Field(default=8, ge=1, le=100, description="SMTP connections kept open")
+    delivery_concurrency: int = Field(default=32, ge=1, description="emails in flight at once")
+    delivery_batch_size: int = Field(default=200, ge=1, description="emails claimed per query")
+    delivery_lease_seconds: float = Field(default=120.0, gt=0)
+    attachment_fetch_timeout: float = Field(default=30.0, gt=0)
     domain_recheck_interval: float = Field(
         default=6 * 3600, gt=0, description="seconds between the runner's domain re-verifications"
     )

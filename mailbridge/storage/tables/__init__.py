@@ -15,6 +15,15 @@ from mailbridge.storage.tables.audiences import (
 )
 from mailbridge.storage.tables.base import Base
 from mailbridge.storage.tables.domains import Domain, DomainClaim
+from mailbridge.storage.tables.emails import (
+    Email,
+    EmailAttachment,
+    EmailEvent,
+    IdempotencyRecord,
+    InstanceSetting,
+    QuotaUsage,
+    Suppression,
+)
 from mailbridge.storage.tables.templates import Template, TemplateVersion
 
 __all__ = [
@@ -29,11 +38,18 @@ __all__ = [
     "ContactTopic",
     "Domain",
     "DomainClaim",
+    "Email",
+    "EmailAttachment",
+    "EmailEvent",
+    "IdempotencyRecord",
+    "InstanceSetting",
     "Member",
     "MemberSession",
+    "QuotaUsage",
     "RequestLog",
     "Segment",
     "SegmentMember",
+    "Suppression",
     "Team",
     "Template",
     "TemplateVersion",

@@ -1,0 +1,66 @@
+"""An email's life, one event at a time: the event row, the email's status, the activity feed.
+
+Every change of an email's state goes through :func:`record_email_event`, in the same
+transaction as the change, so ``GET /emails/:id`` (events), webhooks and automations
+all see the same history.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from mailbridge.clock import Clock, isoformat_ms
+from mailbridge.services.activity import record_event
+from mailbridge.storage.tables import Email, EmailEvent
+
+# Event types (DESIGN §5); each is also the status an email takes when it happens.
+EVENT_TYPES = frozenset({
+    "queued", "scheduled", "sent", "delivered", "delivery_delayed", "bounced",
+    "complained", "opened", "clicked", "failed", "canceled", "suppressed",
+})  # fmt: skip
+# Events that feed webhooks and automations as ``email.<type>`` (issue 5 of 5's list).
+PUBLISHED = frozenset(EVENT_TYPES - {"queued", "canceled"})
+# Engagement never hides a worse outcome: an opened email that later bounces is bounced.
+STICKY = frozenset({"bounced", "complained", "failed", "canceled", "suppressed"})
+
+
+def activity_data(email: Email, data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "email_id": email.id,
+        "from": email.from_address,
+        "to": list(email.to),
+        "subject": email.subject,
+        "created_at": isoformat_ms(email.created_at),
+        "tags": list(email.tags or []),
+        **data,
+    }
+
+
+def record_email_event(
+    session: AsyncSession,
+    clock: Clock,
+    email: Email,
+    event_type: str,
+    data: dict[str, Any] | None = None,
+    *,
+    update_status: bool = True,
+) -> EmailEvent:
+    """Add the event (and its ``email.<type>`` activity) to the session; set the status."""
+    if event_type not in EVENT_TYPES:
+        raise ValueError(f"unknown email event {event_type!r}")
+    now = clock.now()
+    event = EmailEvent(
+        email_id=email.id, team_id=email.team_id, type=event_type, data=dict(data or {}),
+        created_at=now,
+    )  # fmt: skip
+    session.add(event)
+    if update_status and not (email.status in STICKY and event_type not in STICKY):
+        email.status = event_type
+        email.last_event = event_type
+    email.updated_at = now
+    if event_type in PUBLISHED:
+        record_event(session, clock, email.team_id, f"email.{event_type}",
+                     activity_data(email, dict(data or {})))  # fmt: skip
+    return event

@@ -1,0 +1,75 @@
+"""Who the team never sends to: reserved domains, and its suppression list.
+
+Reserved documentation and local-testing domains (spec §4.1 rule 2) are dropped as
+suppressed on every send; bounced and complained addresses join the list by
+themselves; operators and customers add or remove others through /suppressions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from mailbridge.clock import Clock
+from mailbridge.storage.tables import Suppression
+from mailbridge.storage.types import new_id
+
+RESERVED_DOMAINS = frozenset({"example.com", "example.net", "example.org"})
+RESERVED_SUFFIXES = (".test", ".invalid", ".localhost", ".example")
+RESERVED_TLDS = frozenset({"test", "invalid", "localhost", "example"})
+
+
+def domain_of(address: str) -> str:
+    return address.rsplit("@", 1)[-1].lower().rstrip(".")
+
+
+def is_reserved(address: str) -> bool:
+    """On a reserved documentation or local-testing domain (RFC 2606 / RFC 6761)."""
+    domain = domain_of(address)
+    if domain in RESERVED_DOMAINS or domain in RESERVED_TLDS:
+        return True
+    if any(domain.endswith("." + reserved) for reserved in RESERVED_DOMAINS):
+        return True
+    return domain.endswith(RESERVED_SUFFIXES)
+
+
+async def suppressed_among(
+    session: AsyncSession, team_id: str, addresses: Iterable[str]
+) -> set[str]:
+    """The addresses (lower-case) of ``addresses`` on the team's suppression list."""
+    wanted = {address.lower() for address in addresses}
+    if not wanted:
+        return set()
+    rows = await session.scalars(
+        select(Suppression.email).where(
+            Suppression.team_id == team_id, Suppression.email.in_(sorted(wanted))
+        )
+    )
+    return set(rows.all())
+
+
+async def suppress(
+    session: AsyncSession,
+    clock: Clock,
+    team_id: str,
+    address: str,
+    reason: str,
+    source_email_id: str | None = None,
+) -> None:
+    """Add ``address`` to the list (in the caller's transaction); a second time changes nothing."""
+    values = {
+        "team_id": team_id,
+        "email": address.lower(),
+        "reason": reason,
+        "source_email_id": source_email_id,
+        "created_at": clock.now(),
+    }
+    dialect = session.get_bind().dialect.name
+    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    await session.execute(
+        insert(Suppression).values(id=new_id(), **values).on_conflict_do_nothing()
+    )
