@@ -11,24 +11,32 @@ from fastapi import FastAPI
 from mailbridge import __version__
 from mailbridge.api.envelope import install_error_handlers
 from mailbridge.api.middleware import ApiMiddleware
+from mailbridge.api.rate_limit import RateCounters, SendRateLimit
 from mailbridge.api.routers import (
     api_keys,
     audiences,
     contact_properties,
     contacts,
     domains,
+    email_reading,
+    emails,
     health,
     logs,
     segments,
+    suppressions,
     templates,
     topics,
+    tracking,
 )
 from mailbridge.config import Settings
 from mailbridge.runner import Runner
 from mailbridge.services.context import ServiceContext
+from mailbridge.services.email_acceptance import EmailWriter
 from mailbridge.services.request_logs import RequestLogSink
 
+# Order matters for speed: routes are matched one by one, so the send path comes first.
 ROUTERS = (
+    emails.router,
     health.router,
     api_keys.router,
     logs.router,
@@ -39,6 +47,9 @@ ROUTERS = (
     segments.router,
     topics.router,
     templates.router,
+    email_reading.router,
+    suppressions.router,
+    tracking.router,
 )
 
 
@@ -54,10 +65,15 @@ def create_app(
         context = ServiceContext.from_settings(settings or Settings())
     log_sink = RequestLogSink(context.database)
     runner = Runner(context) if with_runner else None
+    rate_counters = RateCounters(context.settings)
+    email_writer = EmailWriter(
+        context.database, context.clock, on_stored=runner.notify if runner else None
+    )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         flusher = asyncio.create_task(log_sink.run(), name="request-log-flusher")
+        writer = asyncio.create_task(email_writer.run(), name="email-writer")
         if runner is not None:
             await runner.start_in_background()
         try:
@@ -65,10 +81,12 @@ def create_app(
         finally:
             if runner is not None:
                 await runner.stop()
-            flusher.cancel()
-            with suppress(asyncio.CancelledError):
-                await flusher
+            for task in (writer, flusher):
+                task.cancel()
+                with suppress(asyncio.CancelledError):
+                    await task
             await log_sink.flush()
+            rate_counters.close()
             if owns_context:
                 await context.database.dispose()
 
@@ -82,8 +100,10 @@ def create_app(
     app.state.context = context
     app.state.log_sink = log_sink
     app.state.runner = runner
+    app.state.email_writer = email_writer
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
+    app.add_middleware(SendRateLimit, counters=rate_counters)
     app.add_middleware(ApiMiddleware, context=context, log_sink=log_sink)
     return app

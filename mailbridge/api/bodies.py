@@ -41,9 +41,15 @@ async def parse_body(request: Request, model: type[M]) -> M:
         raise RequestValidationError(
             [{"type": "json_invalid", "loc": ("body",), "msg": "JSON decode error"}]
         ) from None
+    return validate_body(model, data)
+
+
+def validate_body(model: type[M], data: Any, location: tuple[int | str, ...] = ()) -> M:
+    """Validate an already parsed body (or the part of it at ``location``); errors read as
+    FastAPI's own body errors."""
     try:
         return model.model_validate(data)
     except pydantic.ValidationError as exc:
         raise RequestValidationError(
-            [{**error, "loc": ("body", *error["loc"])} for error in exc.errors()]
+            [{**error, "loc": ("body", *location, *error["loc"])} for error in exc.errors()]
         ) from None

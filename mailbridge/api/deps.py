@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated
 
 from fastapi import Depends, Query, Request
@@ -13,24 +13,27 @@ from mailbridge.services.context import ServiceContext
 from mailbridge.services.request_logs import RequestLogSink
 from mailbridge.storage.pagination import PageRequest
 
+# Every dependency here is ``async``: FastAPI runs plain ``def`` dependencies in a
+# thread pool, a cost the send path cannot afford on every request.
 
-def get_context(request: Request) -> ServiceContext:
+
+async def get_context(request: Request) -> ServiceContext:
     context: ServiceContext = request.app.state.context
     return context
 
 
-def get_log_sink(request: Request) -> RequestLogSink:
+async def get_log_sink(request: Request) -> RequestLogSink:
     sink: RequestLogSink = request.app.state.log_sink
     return sink
 
 
 async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
-    async with get_context(request).database.session() as session:
+    async with (await get_context(request)).database.session() as session:
         yield session
 
 
-def authorized(action: Action) -> Callable[[Request], Principal]:
-    def dependency(request: Request) -> Principal:
+def authorized(action: Action) -> Callable[[Request], Awaitable[Principal]]:
+    async def dependency(request: Request) -> Principal:
         principal: Principal = request.state.principal
         principal.authorize(action)
         return principal
@@ -38,7 +41,7 @@ def authorized(action: Action) -> Callable[[Request], Principal]:
     return dependency
 
 
-def get_page(
+async def get_page(
     limit: Annotated[str | None, Query()] = None,
     after: Annotated[str | None, Query()] = None,
     before: Annotated[str | None, Query()] = None,

@@ -25,7 +25,11 @@ def error_response(error: ApiError) -> JSONResponse:
 
 
 def _field_name(location: tuple[Any, ...]) -> str:
-    return ".".join(str(part) for part in location[1:]) if len(location) > 1 else ""
+    """``("body", 2, "to", 0)`` reads ``[2].to[0]``."""
+    name = ""
+    for part in location[1:]:
+        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
+    return name
 
 
 def translate_validation_error(exc: RequestValidationError) -> ApiError:

@@ -18,11 +18,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from mailbridge.errors import ApiError, ApplicationError, MissingUserAgent
 from mailbridge.services.auth import Principal, authenticate, bearer_token
 from mailbridge.services.context import ServiceContext
-from mailbridge.services.request_logs import LogEntry, RequestLogSink, redact_body
+from mailbridge.services.request_logs import CapturedBody, LogEntry, RequestLogSink
 
 logger = logging.getLogger(__name__)
 
 PUBLIC_PATHS = frozenset({"/health", "/openapi.json"})
+# Signed links in sent mail (tracking, unsubscribe, downloads): their token is the key.
+PUBLIC_PREFIXES = ("/t/",)
 CAPTURE_LIMIT = 64 * 1024
 
 
@@ -41,6 +43,11 @@ async def send_error(send: Send, error: ApiError) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+def is_public(path: str) -> bool:
+    """Reached without a key and without a User-Agent."""
+    return path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
+
+
 @dataclass
 class _Capture:
     """One direction of the exchange, kept up to CAPTURE_LIMIT bytes for the log."""
@@ -53,8 +60,8 @@ class _Capture:
             self.chunks.append(chunk)
         self.size += len(chunk)
 
-    def logged(self) -> str | None:
-        return redact_body(b"".join(self.chunks), truncated=self.size > CAPTURE_LIMIT)
+    def logged(self) -> CapturedBody:
+        return CapturedBody(b"".join(self.chunks), truncated=self.size > CAPTURE_LIMIT)
 
 
 @dataclass
@@ -72,7 +79,7 @@ class ApiMiddleware:
         self.log_sink = log_sink
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+        if scope["type"] != "http" or is_public(scope["path"]):
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
@@ -111,8 +118,14 @@ class ApiMiddleware:
         if not header(scope, b"user-agent"):
             raise MissingUserAgent()
         token = bearer_token(header(scope, b"authorization"))
+        now = self.context.clock.now()
+        cached = self.context.principals.get(token)
+        if cached is not None and not cached.expired(now):
+            return cached
         async with self.context.database.session() as session:
-            return await authenticate(session, self.context.clock, token)
+            principal = await authenticate(session, self.context.clock, token)
+        self.context.principals.put(token, principal)
+        return principal
 
     def _record(
         self, scope: Scope, principal: Principal, started: float, exchange: _Exchange

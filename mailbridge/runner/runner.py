@@ -4,8 +4,8 @@
 it from the API's lifespan); ``run_until_stopped()`` is the ``mailbridge runner``
 daemon, which stops on SIGTERM after finishing or releasing what it holds.
 
-Two kinds of work: *workers*, long-running loops that claim due rows (deliveries,
-enrollments, webhook attempts: added by later subsystems), and *ticks*, periodic
+Two kinds of work: *workers*, long-running loops that claim due rows (deliveries
+today — ``runner.delivery``; enrollments and webhook attempts later), and *ticks*, periodic
 jobs run by APScheduler 3 with a memory job store — never one job per row.
 """
 
@@ -22,6 +22,7 @@ from typing import Protocol
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
+from mailbridge.runner.delivery import DeliveryWorker, default_render_processes
 from mailbridge.runner.signals import stop_on_signals
 from mailbridge.services import domain_verification, request_logs
 from mailbridge.services.context import ServiceContext
@@ -61,6 +62,10 @@ def default_ticks(context: ServiceContext) -> list[Tick]:
     ]
 
 
+def default_workers(context: ServiceContext) -> list[Worker]:
+    return [DeliveryWorker(context, render_processes=default_render_processes())]
+
+
 class Runner:
     def __init__(
         self,
@@ -70,7 +75,7 @@ class Runner:
         ticks: list[Tick] | None = None,
     ) -> None:
         self.context = context
-        self.workers = list(workers or [])
+        self.workers = default_workers(context) if workers is None else list(workers)
         self.ticks = default_ticks(context) if ticks is None else list(ticks)
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -113,6 +118,13 @@ class Runner:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
         logger.info("runner stopped")
+
+    def notify(self) -> None:
+        """New due work was stored by this process: wake the workers that wait for it."""
+        for worker in self.workers:
+            wake = getattr(worker, "notify", None)
+            if wake is not None:
+                wake()
 
     async def run_until_stopped(self) -> None:
         stop_requested = asyncio.Event()

@@ -9,6 +9,7 @@ spec's error.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from enum import Enum
 
 from sqlalchemy import select
@@ -44,6 +45,7 @@ class Principal:
     role: Role | None = None
     permission: Permission = Permission.FULL_ACCESS
     domain: str | None = None  # a sending key limited to one domain
+    expires_at: datetime | None = None
 
     @property
     def is_api_key(self) -> bool:
@@ -57,6 +59,9 @@ class Principal:
                 raise DashboardOnly()
         elif self.role is Role.VIEW_ONLY and action is not Action.READ:
             raise ViewOnlyMember()
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
 
     def may_send_from(self, domain: str) -> bool:
         return self.domain is None or self.domain == domain.lower()
@@ -106,6 +111,7 @@ async def _authenticate_api_key(session: AsyncSession, clock: Clock, token: str)
         api_key_id=key.id,
         permission=Permission(key.permission),
         domain=key.domain,
+        expires_at=key.expires_at,
     )
 
 
@@ -129,4 +135,7 @@ async def _authenticate_member(session: AsyncSession, clock: Clock, token: str) 
         raise InvalidApiKey()
     if member_session.revoked_at is not None or member_session.expires_at <= clock.now():
         raise InvalidApiKey()
-    return Principal(team_id=member.team_id, plan=plan, member_id=member.id, role=Role(member.role))
+    return Principal(
+        team_id=member.team_id, plan=plan, member_id=member.id, role=Role(member.role),
+        expires_at=member_session.expires_at,
+    )  # fmt: skip

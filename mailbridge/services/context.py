@@ -6,7 +6,17 @@ from dataclasses import dataclass, field
 
 from mailbridge.clock import Clock, SystemClock
 from mailbridge.config import Settings
+from mailbridge.services.auth import Principal
+from mailbridge.services.cache import TTLCache
 from mailbridge.storage.database import Database
+
+
+@dataclass(frozen=True)
+class SendingDomain:
+    """A domain that may send, as the send path needs it."""
+
+    id: str
+    name: str
 
 
 @dataclass
@@ -14,6 +24,11 @@ class ServiceContext:
     settings: Settings
     database: Database
     clock: Clock = field(default_factory=SystemClock)
+    # Hot lookups of the send path; a change elsewhere is seen within the TTL.
+    principals: TTLCache[str, Principal] = field(default_factory=lambda: TTLCache(ttl=1.0))
+    sending_domains: TTLCache[tuple[str, str], SendingDomain] = field(
+        default_factory=lambda: TTLCache(ttl=2.0)
+    )
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Clock | None = None) -> ServiceContext:

@@ -7,6 +7,7 @@ all see the same history.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -14,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.services.activity import record_event
 from mailbridge.storage.tables import Email, EmailEvent
+from mailbridge.storage.types import new_id
 
 # Event types (DESIGN §5); each is also the status an email takes when it happens.
 EVENT_TYPES = frozenset({
@@ -26,16 +28,36 @@ PUBLISHED = frozenset(EVENT_TYPES - {"queued", "canceled"})
 STICKY = frozenset({"bounced", "complained", "failed", "canceled", "suppressed"})
 
 
-def activity_data(email: Email, data: dict[str, Any]) -> dict[str, Any]:
+def activity_data(email: Email | dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+    """What ``email.<type>`` activity (webhooks, automations) says about the email."""
+    row = email if isinstance(email, dict) else email.__dict__
     return {
-        "email_id": email.id,
-        "from": email.from_address,
-        "to": list(email.to),
-        "subject": email.subject,
-        "created_at": isoformat_ms(email.created_at),
-        "tags": list(email.tags or []),
+        "email_id": row["id"],
+        "from": row["from_address"],
+        "to": list(row["to"]),
+        "subject": row["subject"],
+        "created_at": isoformat_ms(row["created_at"]),
+        "tags": list(row.get("tags") or []),
         **data,
     }
+
+
+def event_rows(
+    row: dict[str, Any], event_type: str, data: dict[str, Any], now: datetime
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The ``email_events`` row and, for published types, the activity row of one event of
+    an email being stored in bulk (the ORM path is :func:`record_email_event`)."""
+    event = {
+        "id": new_id(), "email_id": row["id"], "team_id": row["team_id"], "type": event_type,
+        "data": data, "created_at": now,
+    }  # fmt: skip
+    activity = None
+    if event_type in PUBLISHED:
+        activity = {
+            "id": new_id(), "team_id": row["team_id"], "type": f"email.{event_type}",
+            "data": activity_data(row, data), "created_at": now,
+        }  # fmt: skip
+    return event, activity
 
 
 def record_email_event(

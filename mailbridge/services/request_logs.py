@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, insert, select, update
 
 from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import NotFound
 from mailbridge.storage.database import Database
 from mailbridge.storage.pagination import Page, PageRequest, paginate
+from mailbridge.storage.queries import table_of
 from mailbridge.storage.tables import ApiKey, RequestLog
 from mailbridge.storage.types import new_id
 
@@ -45,9 +46,26 @@ class LogEntry:
     status: int
     user_agent: str | None
     duration_ms: int
-    request_body: str | None
-    response_body: str | None
+    request_body: CapturedBody
+    response_body: CapturedBody
     created_at: datetime
+
+    def row(self) -> dict[str, Any]:
+        """The stored row; bodies are redacted here, off the request's own path."""
+        values = dict(self.__dict__)
+        values["id"] = new_id()
+        values["request_body"] = self.request_body.redacted()
+        values["response_body"] = self.response_body.redacted()
+        return values
+
+
+@dataclass(frozen=True)
+class CapturedBody:
+    raw: bytes
+    truncated: bool = False
+
+    def redacted(self) -> str | None:
+        return redact_body(self.raw, self.truncated)
 
 
 def _redact(value: Any) -> Any:
@@ -108,7 +126,9 @@ class RequestLogSink:
                     seen = last_used.get(entry.api_key_id, entry.created_at)
                     last_used[entry.api_key_id] = max(seen, entry.created_at)
             async with self._database.session() as session:
-                session.add_all(RequestLog(id=new_id(), **entry.__dict__) for entry in entries)
+                await session.execute(
+                    insert(table_of(RequestLog)), [entry.row() for entry in entries]
+                )
                 for key_id, used_at in last_used.items():
                     await session.execute(
                         update(ApiKey).where(ApiKey.id == key_id).values(last_used_at=used_at)

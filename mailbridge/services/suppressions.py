@@ -18,24 +18,6 @@ from mailbridge.clock import Clock
 from mailbridge.storage.tables import Suppression
 from mailbridge.storage.types import new_id
 
-RESERVED_DOMAINS = frozenset({"example.com", "example.net", "example.org"})
-RESERVED_SUFFIXES = (".test", ".invalid", ".localhost", ".example")
-RESERVED_TLDS = frozenset({"test", "invalid", "localhost", "example"})
-
-
-def domain_of(address: str) -> str:
-    return address.rsplit("@", 1)[-1].lower().rstrip(".")
-
-
-def is_reserved(address: str) -> bool:
-    """On a reserved documentation or local-testing domain (RFC 2606 / RFC 6761)."""
-    domain = domain_of(address)
-    if domain in RESERVED_DOMAINS or domain in RESERVED_TLDS:
-        return True
-    if any(domain.endswith("." + reserved) for reserved in RESERVED_DOMAINS):
-        return True
-    return domain.endswith(RESERVED_SUFFIXES)
-
 
 async def suppressed_among(
     session: AsyncSession, team_id: str, addresses: Iterable[str]

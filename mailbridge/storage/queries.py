@@ -5,12 +5,19 @@ from __future__ import annotations
 import uuid
 from typing import Any, TypeVar
 
-from sqlalchemy import select
+from sqlalchemy import Table, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.errors import NotFound
 
 M = TypeVar("M")
+
+
+def table_of(model: type[Any]) -> Table:
+    """The Core table of a mapped class (bulk inserts skip the ORM machinery with it)."""
+    table = model.__table__
+    assert isinstance(table, Table)
+    return table
 
 
 def is_uuid(value: str) -> bool:

@@ -190,3 +190,7 @@ async def tenant(tenants: Tenants) -> Tenant:
 
 def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
+
+
+# Fixtures of the send endpoints (a team with a verified domain, on a fake clock).
+from tests.integration.sending import send_settings, sending  # noqa: E402, F401

@@ -144,13 +144,13 @@ async def test_item_shape_errors_name_the_index(client: httpx.AsyncClient, tenan
         headers=tenant.headers,
     )  # fmt: skip
     assert_error(missing, 422, "missing_required_field")
-    assert "contacts.1.email" in missing.json()["message"]
+    assert "contacts[1].email" in missing.json()["message"]
     wrong = await client.post(
         "/contacts/batch", json={"contacts": [{"email": "a@mail.net", "unsubscribed": "?"}]},
         headers=tenant.headers,
     )  # fmt: skip
     assert_error(wrong, 422, "validation_error")
-    assert "contacts.0.unsubscribed" in wrong.json()["message"]
+    assert "contacts[0].unsubscribed" in wrong.json()["message"]
 
 
 @pytest.mark.parametrize("body", [[], {"contacts": []}, people(1001), "contacts", {"x": 1}])

@@ -90,3 +90,62 @@ def test_bare_newlines_are_kept(keys: dkim.DkimKeyPair) -> None:
 def test_a_bad_key_is_a_dkim_error() -> None:
     with pytest.raises(dkim.DkimError):
         dkim.sign(MESSAGE, "corp.io", "mailbridge", "not a key")
+
+
+def test_the_signature_is_byte_for_byte_dkimpys_own(
+    keys: dkim.DkimKeyPair, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same canonicalization, header list, layout and (deterministic PKCS#1 v1.5) RSA
+    result as dkimpy's pure-Python signer: only the arithmetic moved to OpenSSL."""
+    timestamp = 1_767_225_600
+    monkeypatch.setattr(dkimpy.time, "time", lambda: timestamp)
+    reference = dkimpy.sign(
+        MESSAGE, b"mailbridge", b"corp.io", keys.private_key_pem.encode(),
+        canonicalize=dkim.CANONICALIZATION,
+    )  # fmt: skip
+    ours = dkim.sign(MESSAGE, "corp.io", "mailbridge", keys.private_key_pem, signed_at=timestamp)
+    assert ours == reference + MESSAGE
+
+
+def test_the_signature_covers_the_headers_that_matter(keys: dkim.DkimKeyPair) -> None:
+    signed = dkim.sign(MESSAGE, "corp.io", "mailbridge", keys.private_key_pem)
+    header = signed.split(b"\r\n\r\n", 1)[0].split(b"\r\nFrom:", 1)[0]
+    tags = dict(
+        tag.strip().split(b"=", 1) for tag in b"".join(header.split(b"\r\n")).split(b";")[:-1]
+    )
+    assert tags[b"DKIM-Signature: v"] == b"1"
+    assert tags[b"a"] == b"rsa-sha256" and tags[b"c"] == b"relaxed/relaxed"
+    assert set(tags[b"h"].replace(b" ", b"").split(b":")) >= {
+        b"from", b"to", b"subject", b"date", b"message-id",
+    }  # fmt: skip
+    # From is signed once more than it occurs, so a second From breaks the signature.
+    assert tags[b"h"].replace(b" ", b"").split(b":").count(b"from") == 2
+
+
+def test_a_changed_subject_fails(keys: dkim.DkimKeyPair) -> None:
+    signed = dkim.sign(MESSAGE, "corp.io", "mailbridge", keys.private_key_pem)
+    dnsfunc = FakeDns({"mailbridge._domainkey.corp.io": keys.txt_value})
+    assert (
+        dkimpy.verify(signed.replace(b"Subject: Hello", b"Subject: Hullo"), dnsfunc=dnsfunc)
+        is False
+    )
+
+
+def test_keys_are_loaded_once(keys: dkim.DkimKeyPair) -> None:
+    dkim._private_key.cache_clear()
+    for _ in range(3):
+        dkim.sign(MESSAGE, "corp.io", "mailbridge", keys.private_key_pem)
+    info = dkim._private_key.cache_info()
+    assert (info.misses, info.hits) == (1, 2)
+
+
+async def test_signing_off_the_event_loop_gives_the_same_signature(
+    keys: dkim.DkimKeyPair,
+) -> None:
+    direct = dkim.sign(MESSAGE, "corp.io", "mailbridge", keys.private_key_pem, signed_at=1e9)
+    threaded = await dkim.sign_off_loop(
+        MESSAGE, "corp.io", "mailbridge", keys.private_key_pem, signed_at=1e9
+    )
+    assert threaded == direct
+    with pytest.raises(dkim.DkimError):
+        await dkim.sign_off_loop(MESSAGE, "corp.io", "mailbridge", "not a key")

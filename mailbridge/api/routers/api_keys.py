@@ -45,6 +45,7 @@ async def revoke_key(
     principal: DashboardUser, key_id: str, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
     key = await api_keys.revoke_api_key(session, context.clock, principal.team_id, key_id)
+    context.principals.clear()
     return {"object": "api_key", "id": key.id, "deleted": True}
 
 

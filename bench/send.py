@@ -1,0 +1,130 @@
+"""POST /emails throughput and latency, beside a bare FastAPI endpoint doing the same validation.
+
+    .venv/bin/python bench/send.py [--requests 20000] [--connections 64]
+
+Starts `mailbridge api` (SQLite, in a temporary data dir) and the bare baseline app as
+real uvicorn processes on loopback, drives both with the same load, and prints
+requests/s, p50 and p99 for each and the ratio. Targets on a 2-core machine:
+>= 1,500 requests/s with p99 <= 50 ms. The delivery half (delivered messages/s to a
+local SMTP sink) is bench/delivery.py, run at the end of this one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from bench.load import LoadResult, request_bytes, run_load
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_until_up(url: str, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"server exited early ({process.returncode})")
+        try:
+            httpx.get(url, timeout=1)
+            return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise SystemExit("server did not start")
+
+
+def mailbridge(*args: str, env: dict[str, str]) -> str:
+    return subprocess.run(
+        [sys.executable, "-m", "mailbridge", *args], env=env, check=True,
+        capture_output=True, text=True,
+    ).stdout  # fmt: skip
+
+
+def prepare(env: dict[str, str]) -> str:
+    """A team on the pro plan with a verified domain; the key's token."""
+    mailbridge("teams", "create", "--name", "bench", "--plan", "pro", env=env)
+    mailbridge("domains", "add", "shop.io", "--verified", env=env)
+    return str(json.loads(mailbridge("keys", "create", "--name", "bench", env=env))["token"])
+
+
+def body(number: int) -> bytes:
+    return json.dumps({
+        "from": "Shop <news@shop.io>", "to": [f"user{number}@corp.io"],
+        "subject": f"Order {number}", "html": "<p>Thanks for your order!</p>",
+        "tags": [{"name": "kind", "value": "receipt"}],
+    }).encode()  # fmt: skip
+
+
+def drive(port: int, headers: dict[str, str], total: int, connections: int) -> LoadResult:
+    def make(number: int) -> bytes:
+        return request_bytes(f"127.0.0.1:{port}", "/emails", body(number), headers)
+
+    asyncio.run(run_load("127.0.0.1", port, make, total=min(500, total), connections=connections))
+    return asyncio.run(run_load("127.0.0.1", port, make, total=total, connections=connections))
+
+
+def serve(command: list[str], env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)  # fmt: skip
+    wait_until_up(f"http://127.0.0.1:{port}/health" if "mailbridge" in command else
+                  f"http://127.0.0.1:{port}/docs", process)  # fmt: skip
+    return process
+
+
+def main(total: int, connections: int) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MAILBRIDGE_")}
+        env.update({
+            "MAILBRIDGE_DATA_DIR": folder, "MAILBRIDGE_SEND_RATE_LIMIT": "100000000/minute",
+            "MAILBRIDGE_LOG_LEVEL": "warning", "PYTHONPATH": str(ROOT),
+        })  # fmt: skip
+        token = prepare(env)
+        headers = {"Authorization": f"Bearer {token}", "User-Agent": "bench/1.0"}
+
+        bare_port = free_port()
+        bare = serve([sys.executable, "-m", "uvicorn", "bench.bare_app:app", "--port",
+                      str(bare_port), "--log-level", "warning"], env, bare_port)  # fmt: skip
+        try:
+            baseline = drive(bare_port, headers, total, connections)
+        finally:
+            bare.terminate()
+            bare.wait()
+
+        api_port = free_port()
+        api = serve([sys.executable, "-m", "mailbridge", "api", "--port", str(api_port)], env,
+                    api_port)  # fmt: skip
+        try:
+            measured = drive(api_port, headers, total, connections)
+        finally:
+            api.terminate()
+            api.wait()
+
+        print(f"{total:,} requests over {connections} keep-alive connections, 2 processes "
+              f"(server + load generator) on {os.cpu_count()} cores")  # fmt: skip
+        print(baseline.line("bare FastAPI + validation"))
+        print(measured.line("mailbridge POST /emails"))
+        print(f"ratio (mailbridge / bare): {measured.per_second / baseline.per_second:.2f}x "
+              f"throughput; targets >= 1500 req/s, p99 <= 50 ms")  # fmt: skip
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--requests", type=int, default=20_000)
+    parser.add_argument("--connections", type=int, default=64)
+    arguments = parser.parse_args()
+    main(arguments.requests, arguments.connections)

@@ -1,0 +1,100 @@
+"""The suppression list (Resend's ``/suppressions``, as its SDK calls it)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field, model_validator
+
+from mailbridge.api.bodies import list_body
+from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
+from mailbridge.services import suppression_list
+from mailbridge.services.suppression_list import (
+    MAX_BATCH_SIZE,
+    suppression_summary,
+    suppression_view,
+)
+
+router = APIRouter(tags=["suppressions"])
+
+
+class AddSuppression(BaseModel):
+    email: str = Field(max_length=320)
+    # `origin` in Resend's words; `reason` in ours. Either: bounce, complaint or manual.
+    origin: str | None = None
+    reason: str | None = None
+
+
+class AddSuppressions(BaseModel):
+    emails: list[str] = Field(min_length=1, max_length=MAX_BATCH_SIZE)
+
+
+class RemoveSuppressions(BaseModel):
+    emails: list[str] | None = Field(default=None, min_length=1, max_length=MAX_BATCH_SIZE)
+    ids: list[str] | None = Field(default=None, min_length=1, max_length=MAX_BATCH_SIZE)
+
+    @model_validator(mode="after")
+    def _one_of(self) -> RemoveSuppressions:
+        if (self.emails is None) == (self.ids is None):
+            raise ValueError("give either `emails` or `ids`")
+        return self
+
+
+@router.get("/suppressions")
+async def list_suppressions(
+    principal: Reader,
+    session: SessionDep,
+    page: PageDep,
+    origin: Annotated[str | None, Query()] = None,
+) -> dict[str, Any]:
+    result = await suppression_list.list_suppressions(session, principal.team_id, origin, page)
+    return list_body(result, suppression_summary)
+
+
+@router.post("/suppressions")
+async def add_suppression(
+    principal: Writer, body: AddSuppression, session: SessionDep, context: ContextDep
+) -> JSONResponse:
+    """201 with a new entry; 200 with the existing one when the address was already there."""
+    entry, created = await suppression_list.add_suppression(
+        session, context.clock, principal.team_id, body.email,
+        body.origin or body.reason or "manual",
+    )  # fmt: skip
+    return JSONResponse(suppression_view(entry), status_code=201 if created else 200)
+
+
+@router.post("/suppressions/batch/add", status_code=201)
+async def add_suppressions(
+    principal: Writer, body: AddSuppressions, session: SessionDep, context: ContextDep
+) -> dict[str, Any]:
+    entries = await suppression_list.add_suppressions(
+        session, context.clock, principal.team_id, body.emails
+    )
+    return {"data": [{"object": "suppression", "id": entry.id} for entry in entries]}
+
+
+@router.post("/suppressions/batch/remove")
+async def remove_suppressions(
+    principal: Writer, body: RemoveSuppressions, session: SessionDep
+) -> dict[str, Any]:
+    names = body.emails if body.emails is not None else body.ids or []
+    removed = await suppression_list.remove_suppressions(session, principal.team_id, names)
+    return {"data": [{"object": "suppression", "id": e.id, "deleted": True} for e in removed]}
+
+
+@router.get("/suppressions/{id_or_email}")
+async def get_suppression(
+    principal: Reader, id_or_email: str, session: SessionDep
+) -> dict[str, Any]:
+    entry = await suppression_list.find_suppression(session, principal.team_id, id_or_email)
+    return suppression_view(entry)
+
+
+@router.delete("/suppressions/{id_or_email}")
+async def remove_suppression(
+    principal: Writer, id_or_email: str, session: SessionDep
+) -> dict[str, Any]:
+    entry = await suppression_list.remove_suppression(session, principal.team_id, id_or_email)
+    return {"object": "suppression", "id": entry.id, "deleted": True}

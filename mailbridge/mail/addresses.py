@@ -1,0 +1,99 @@
+"""Email addresses as the send endpoints accept them, and the mailbox simulator's."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from email.headerregistry import Address
+from email.utils import formataddr
+
+from email_validator import EmailNotValidError, validate_email
+
+# "Name <email@domain>" with an optional quoted name; the bare form is tried first.
+NAMED = re.compile(r'^\s*(?P<name>"[^"]*"|[^<>"]*?)\s*<(?P<email>[^<>\s]+)>\s*$')
+SIMULATOR_KINDS = frozenset({"delivered", "bounced", "complained", "suppressed"})
+
+
+@dataclass(frozen=True)
+class Mailbox:
+    name: str | None
+    email: str  # normalized: domain lower-case, local part as given
+
+    @property
+    def domain(self) -> str:
+        return self.email.rsplit("@", 1)[1]
+
+    def formatted(self) -> str:
+        return formataddr((self.name or "", self.email)) if self.name else self.email
+
+
+RESERVED_DOMAINS = frozenset({"example.com", "example.net", "example.org"})
+RESERVED_TLDS = frozenset({"test", "invalid", "localhost", "example"})
+
+
+def domain_of(address: str) -> str:
+    return address.rsplit("@", 1)[-1].lower().rstrip(".")
+
+
+def is_reserved(address: str) -> bool:
+    """On a reserved documentation or local-testing domain (RFC 2606, RFC 6761)."""
+    domain = domain_of(address)
+    if domain in RESERVED_DOMAINS or any(domain.endswith("." + d) for d in RESERVED_DOMAINS):
+        return True
+    return domain.rsplit(".", 1)[-1] in RESERVED_TLDS
+
+
+DOMAIN_LABELS = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*\.?$")
+
+
+def _valid(address: str) -> str | None:
+    """The normalized address, or None. Addresses on reserved domains are valid here (they
+    are suppressed later, not refused), though email-validator rejects special-use names."""
+    local, at, domain = address.rpartition("@")
+    if at and is_reserved(address):
+        if not DOMAIN_LABELS.match(domain.lower()) or _valid(f"{local}@stand-in.dev") is None:
+            return None
+        return f"{local}@{domain.lower().rstrip('.')}"
+    try:
+        result = validate_email(address, check_deliverability=False, allow_smtputf8=True)
+    except EmailNotValidError:
+        return None
+    return f"{result.local_part}@{result.domain.lower()}"
+
+
+def parse_mailbox(text: str) -> Mailbox | None:
+    """``email@domain`` or ``Name <email@domain>``; None when it is neither."""
+    text = text.strip()
+    if not text or "\r" in text or "\n" in text:
+        return None
+    bare = _valid(text) if "<" not in text else None
+    if bare is not None:
+        return Mailbox(None, bare)
+    match = NAMED.match(text)
+    if match is None:
+        return None
+    email = _valid(match["email"])
+    if email is None:
+        return None
+    name = match["name"].strip().strip('"').strip() or None
+    return Mailbox(name, email)
+
+
+def parse_recipient(text: str) -> str | None:
+    """A recipient's bare address (``Name <a@b>`` accepted too), or None if invalid."""
+    mailbox = parse_mailbox(text)
+    return mailbox.email if mailbox is not None else None
+
+
+def simulator_kind(address: str, test_domain: str) -> str | None:
+    """``delivered``/``bounced``/``complained``/``suppressed`` for a simulator address."""
+    local, _, domain = address.lower().rpartition("@")
+    if domain != test_domain.lower():
+        return None
+    kind = local.split("+", 1)[0]
+    return kind if kind in SIMULATOR_KINDS else None
+
+
+def header_address(mailbox: Mailbox) -> Address:
+    local, _, domain = mailbox.email.rpartition("@")
+    return Address(display_name=mailbox.name or "", username=local, domain=domain)

@@ -1,0 +1,454 @@
+"""Delivery through an SMTP relay (``MAILBRIDGE_SMTP_URL``), over pooled connections.
+
+``smtp://user:pass@host:587?starttls=true`` — plain SMTP, upgraded with STARTTLS when
+``starttls=true`` (required), ``false`` (never) or absent (when the relay offers it);
+``smtps://...:465`` — TLS from the first byte. ``verify=false`` accepts any
+certificate (a relay on loopback with a self-signed one); ``timeout=30`` is the
+seconds allowed to connect, and to send one message's envelope and content (the
+answer to the end of data gets RFC 5321's 10 minutes). A user in the URL logs in
+after the greeting (and TLS).
+
+aiosmtplib does the connecting, TLS, EHLO and AUTH; the DATA phase is split here so
+that the database can record the handover before the relay can accept the message:
+``DATA``, the dot-stuffed content *without* the terminating ``.``, wait until it has
+left our buffers — then the caller commits ``sent`` and :meth:`SmtpHandover.complete`
+writes ``.\\r\\n``. A relay whose client disappears before the terminator discards
+the message (RFC 5321 §4.1.1.4), so a crash before the commit delivers nothing.
+
+Right after the terminator, :meth:`SmtpHandover.complete` files a receipt (see
+``receipts``: a memory copy, nanoseconds after the write). If the runner dies before
+the outcome is recorded, :meth:`SmtpProvider.settle` goes by the receipts of the
+runner that made the handover: a receipt means the terminator was written (the email
+counts as delivered, unconfirmed); none means it was not — the relay discarded the
+unterminated message — so the email is delivered again. No receipt book at all
+(another host's runner, or none kept) leaves only the assumption that it was written.
+
+Connections stay open between messages, up to ``pool_size`` at once; one that sat
+idle is checked with NOOP, one left mid-transaction is reset with RSET, and one that
+fails is closed and replaced on the next use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import re
+import ssl
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import aiosmtplib
+from aiosmtplib.protocol import SMTPProtocol, normalize_message_line_endings
+from aiosmtplib.response import SMTPResponse
+
+from mailbridge.errors import ConfigurationError
+from mailbridge.mail.providers.base import (
+    Accepted,
+    Delivery,
+    Handover,
+    Outcome,
+    PermanentFailure,
+    TemporaryFailure,
+    Unconfirmed,
+)
+from mailbridge.mail.providers.receipts import ReceiptBook, receipt_filed
+
+DEFAULT_TIMEOUT = 30.0
+# RFC 5321 §4.5.3.2.6 allows 10 minutes for the answer to the end of data.
+REPLY_TIMEOUT = 600.0
+IDLE_CHECK_AFTER = 10.0  # seconds idle before a pooled connection is NOOP-checked
+_LEADING_DOT = re.compile(rb"(?m)^\.")
+# Enhanced status codes (RFC 3463) that name the recipient: 5.1.x address, 5.2.x mailbox.
+_RECIPIENT_PROBLEM = re.compile(r"^\s*5\.[12]\.\d{1,3}\b")
+_TRANSPORT_ERRORS = (aiosmtplib.SMTPException, OSError, TimeoutError)
+
+
+@dataclass(frozen=True)
+class SmtpRelay:
+    host: str
+    port: int
+    username: str | None = None
+    password: str | None = None
+    implicit_tls: bool = False
+    starttls: bool | None = None  # None: when the relay offers it
+    verify_certificates: bool = True
+    timeout: float = DEFAULT_TIMEOUT
+
+    @classmethod
+    def from_url(cls, url: str) -> SmtpRelay:
+        parts = urlsplit(url)
+        if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
+            raise ConfigurationError(
+                "MAILBRIDGE_SMTP_URL must look like smtp://user:pass@host:port?starttls=true "
+                "or smtps://user:pass@host:465"
+            )
+        query = {name: values[-1] for name, values in parse_qs(parts.query).items()}
+        implicit_tls = parts.scheme == "smtps"
+        starttls = _flag(query.get("starttls"), "starttls")
+        if implicit_tls and starttls:
+            raise ConfigurationError("smtps:// is TLS already; starttls=true does not apply")
+        verify = _flag(query.get("verify"), "verify")
+        try:
+            timeout = float(query.get("timeout", DEFAULT_TIMEOUT))
+            port = parts.port
+        except ValueError as exc:
+            raise ConfigurationError(f"MAILBRIDGE_SMTP_URL: {exc}") from exc
+        if port is None:
+            port = 465 if implicit_tls else 587 if starttls else 25
+        return cls(
+            host=parts.hostname,
+            port=port,
+            username=unquote(parts.username) if parts.username else None,
+            password=unquote(parts.password) if parts.password is not None else None,
+            implicit_tls=implicit_tls,
+            starttls=False if implicit_tls else starttls,
+            verify_certificates=verify is not False,
+            timeout=timeout,
+        )
+
+
+def _flag(value: str | None, name: str) -> bool | None:
+    if value is None:
+        return None
+    lowered = value.lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise ConfigurationError(f"MAILBRIDGE_SMTP_URL: {name}={value!r} is neither true nor false")
+
+
+def ehlo_name(hostname: str) -> str:
+    """What to say in EHLO: a domain name, or an address literal (``[127.0.0.1]``)."""
+    try:
+        address = ipaddress.ip_address(hostname)
+    except ValueError:
+        return hostname
+    return f"[IPv6:{address}]" if address.version == 6 else f"[{address}]"
+
+
+class _Connection:
+    def __init__(self, smtp: aiosmtplib.SMTP) -> None:
+        self.smtp = smtp
+        self.last_used = time.monotonic()
+        self.needs_reset = False
+
+    @property
+    def protocol(self) -> SMTPProtocol:
+        if self.smtp.protocol is None:
+            raise aiosmtplib.SMTPServerDisconnected("connection lost")
+        return self.smtp.protocol
+
+
+class SmtpProvider:
+    name = "smtp"
+
+    def __init__(
+        self,
+        relay: SmtpRelay,
+        *,
+        pool_size: int,
+        local_hostname: str = "localhost",
+        tls_context: ssl.SSLContext | None = None,
+        reply_timeout: float = REPLY_TIMEOUT,
+        receipts: Path | None = None,
+    ) -> None:
+        self.relay = relay
+        self.receipts = receipts
+        self._books: dict[str, ReceiptBook] = {}
+        self.pool_size = pool_size
+        self.local_hostname = ehlo_name(local_hostname)
+        self.tls_context = tls_context
+        self.reply_timeout = reply_timeout
+        self.connections_opened = 0
+        self._idle: list[_Connection] = []
+        self._slots = asyncio.Semaphore(pool_size)
+
+    # --- the pool -----------------------------------------------------------------
+
+    async def _connect(self) -> _Connection:
+        relay = self.relay
+        smtp = aiosmtplib.SMTP(
+            hostname=relay.host,
+            port=relay.port,
+            username=relay.username,
+            password=relay.password,
+            local_hostname=self.local_hostname,
+            timeout=relay.timeout,
+            use_tls=relay.implicit_tls,
+            start_tls=relay.starttls,
+            validate_certs=relay.verify_certificates,
+            tls_context=self.tls_context,
+        )
+        await smtp.connect()
+        if smtp.is_ehlo_or_helo_needed:
+            await smtp.ehlo()  # now, so that the extensions (SIZE, SMTPUTF8) are known
+        self.connections_opened += 1
+        return _Connection(smtp)
+
+    async def _acquire(self, *, fresh: bool = False) -> tuple[_Connection, bool]:
+        """A connection ready for MAIL FROM, and whether it was reused from the pool."""
+        await self._slots.acquire()
+        try:
+            while self._idle and not fresh:
+                connection = self._idle.pop()
+                if await self._ready(connection):
+                    return connection, True
+                connection.smtp.close()
+            return await self._connect(), False
+        except BaseException:
+            self._slots.release()
+            raise
+
+    async def _ready(self, connection: _Connection) -> bool:
+        if not connection.smtp.is_connected:
+            return False
+        try:
+            if connection.needs_reset:
+                await connection.smtp.rset()
+                connection.needs_reset = False
+            elif time.monotonic() - connection.last_used > IDLE_CHECK_AFTER:
+                await connection.smtp.noop()
+        except _TRANSPORT_ERRORS:
+            return False
+        return True
+
+    def _release(self, connection: _Connection, *, reusable: bool) -> None:
+        if reusable and connection.smtp.is_connected:
+            connection.last_used = time.monotonic()
+            self._idle.append(connection)
+        else:
+            connection.smtp.close()
+        self._slots.release()
+
+    async def close(self) -> None:
+        books, self._books = self._books, {}
+        for book in books.values():
+            book.close()
+        idle, self._idle = self._idle, []
+        for connection in idle:
+            with contextlib.suppress(*_TRANSPORT_ERRORS):
+                await asyncio.wait_for(connection.smtp.quit(), 2)
+            connection.smtp.close()
+
+    # --- receipts -----------------------------------------------------------------
+
+    def _book(self, runner: str) -> ReceiptBook | None:
+        if self.receipts is None:
+            return None
+        book = self._books.get(runner)
+        if book is None:
+            book = self._books[runner] = ReceiptBook(self.receipts, runner)
+        return book
+
+    # --- a delivery ---------------------------------------------------------------
+
+    async def prepare(self, delivery: Delivery, message: bytes) -> Handover | Outcome:
+        content = _LEADING_DOT.sub(b"..", normalize_message_line_endings(message))
+        try:
+            book = self._book(delivery.attempt)
+        except OSError as exc:
+            return TemporaryFailure(f"cannot keep handover receipts: {exc}")
+        # A pooled connection the relay dropped while idle fails on first use: that is
+        # no reason to delay the email, so try once more on a new connection.
+        for fresh in (False, True):
+            try:
+                connection, reused = await self._acquire(fresh=fresh)
+            except _TRANSPORT_ERRORS as exc:
+                return TemporaryFailure(f"cannot reach the relay: {_describe(exc)}")
+            try:
+                return await self._begin(connection, delivery, content, book)
+            except _TRANSPORT_ERRORS as exc:
+                self._release(connection, reusable=False)
+                if not (reused and isinstance(exc, aiosmtplib.SMTPServerDisconnected)):
+                    return TemporaryFailure(f"relay connection failed: {_describe(exc)}")
+            except BaseException:
+                self._release(connection, reusable=False)
+                raise
+        return TemporaryFailure("relay connection failed twice")
+
+    async def _begin(
+        self, connection: _Connection, delivery: Delivery, content: bytes, book: ReceiptBook | None
+    ) -> Handover | Outcome:
+        smtp = connection.smtp
+        options: list[bytes] = []
+        if smtp.supports_extension("size"):
+            options.append(b"SIZE=%d" % len(content))
+        encoding = "ascii"
+        if delivery.needs_smtputf8:
+            if not smtp.supports_extension("smtputf8"):
+                self._release(connection, reusable=True)
+                return PermanentFailure("the relay does not accept internationalized addresses")
+            options.append(b"SMTPUTF8")
+            encoding = "utf-8"
+        # One deadline for the whole envelope and content, rather than a timer per command.
+        async with asyncio.timeout(self.relay.timeout):
+            handover = await self._transaction(connection, delivery, content, options, encoding)
+        if isinstance(handover, SmtpHandover) and book is not None:
+            handover.receipt = (book, delivery.email_id, delivery.attempt_number)
+        return handover
+
+    async def _transaction(
+        self,
+        connection: _Connection,
+        delivery: Delivery,
+        content: bytes,
+        options: list[bytes],
+        encoding: str,
+    ) -> Handover | Outcome:
+        smtp = connection.smtp
+        # The addresses are validated bare addresses: no aiosmtplib address parsing.
+        sender = b"FROM:<" + delivery.sender.encode(encoding) + b">"
+        response = await smtp.execute_command(b"MAIL", sender, *options, timeout=None)
+        if response.code != 250:
+            return self._refused(connection, response.code, response.message, "MAIL FROM")
+
+        accepted: list[str] = []
+        rejected: dict[str, str] = {}
+        deferred: dict[str, str] = {}
+        for recipient in delivery.recipients:
+            to = b"TO:<" + recipient.encode(encoding) + b">"
+            response = await smtp.execute_command(b"RCPT", to, timeout=None)
+            if response.code in (250, 251):
+                accepted.append(recipient)
+            else:
+                target = rejected if response.code >= 500 else deferred
+                target[recipient] = f"{response.code} {response.message}"
+        if deferred:
+            # Retry the whole email later: nothing has been delivered to anyone yet.
+            connection.needs_reset = True
+            self._release(connection, reusable=True)
+            return TemporaryFailure("RCPT TO deferred: " + "; ".join(_pairs(deferred)))
+        if not accepted:
+            connection.needs_reset = True
+            self._release(connection, reusable=True)
+            return PermanentFailure(
+                "RCPT TO refused: " + "; ".join(_pairs(rejected)), tuple(rejected)
+            )
+
+        response = await smtp.execute_command(b"DATA", timeout=None)
+        if response.code != 354:
+            return self._refused(connection, response.code, response.message, "DATA")
+        protocol = connection.protocol
+        protocol.write(content)
+        await _drained(protocol)
+        # Arm the reader before the terminator can be written: aiosmtplib drops a reply
+        # that arrives while no read is pending.
+        reader = asyncio.ensure_future(protocol.read_response(timeout=None))
+        await asyncio.sleep(0)
+        return SmtpHandover(self, connection, reader, tuple(accepted), rejected)
+
+    def _refused(self, connection: _Connection, code: int, message: str, stage: str) -> Outcome:
+        connection.needs_reset = True
+        self._release(connection, reusable=True)
+        reason = f"{stage} refused: {code} {message}"
+        return TemporaryFailure(reason) if code < 500 else PermanentFailure(reason)
+
+    async def settle(self, delivery: Delivery) -> Outcome:
+        filed = None
+        if self.receipts is not None:
+            filed = await asyncio.to_thread(
+                receipt_filed,
+                self.receipts,
+                delivery.attempt,
+                delivery.email_id,
+                delivery.attempt_number,
+            )
+        if filed is False:
+            return TemporaryFailure(
+                "the runner stopped before the end of data was sent; the relay discarded "
+                "the message",
+                retry_now=True,
+            )
+        if filed is None:
+            reply = "no receipt to go by: taken as handed to the relay, answer never read"
+        else:
+            reply = "the end of data was sent; the relay's answer was never read"
+        return Accepted(reply=reply, confirmed=False)
+
+
+class SmtpHandover:
+    def __init__(
+        self,
+        provider: SmtpProvider,
+        connection: _Connection,
+        reader: asyncio.Future[SMTPResponse],
+        accepted: tuple[str, ...],
+        rejected: dict[str, str],
+    ) -> None:
+        self._provider = provider
+        self._connection = connection
+        self._reader = reader
+        self._accepted = accepted
+        self._rejected = rejected
+        self._lost: Exception | None = None
+        self._released = False
+        self.receipt: tuple[ReceiptBook, str, int] | None = None
+
+    def complete(self) -> None:
+        try:
+            self._connection.protocol.write(b".\r\n")
+        except aiosmtplib.SMTPServerDisconnected as exc:
+            self._lost = exc
+            return
+        if self.receipt is not None:
+            book, email_id, attempt = self.receipt
+            book.file(email_id, attempt)
+
+    def abandon(self) -> None:
+        # Closing in the middle of DATA is how a client takes a message back.
+        self._reader.cancel()
+        self._release(reusable=False)
+
+    def _release(self, *, reusable: bool) -> None:
+        if not self._released:
+            self._released = True
+            self._provider._release(self._connection, reusable=reusable)
+
+    async def outcome(self) -> Outcome:
+        if self._lost is not None:
+            self._reader.cancel()
+            self._release(reusable=False)
+            # The terminator never left, so the relay discarded the message.
+            return TemporaryFailure(f"connection lost before the end of data: {self._lost}")
+        try:
+            async with asyncio.timeout(self._provider.reply_timeout):
+                response = await self._reader
+        except _TRANSPORT_ERRORS as exc:
+            self._release(reusable=False)
+            return Unconfirmed(f"no answer to the end of data: {_describe(exc)}")
+        except BaseException:
+            self._release(reusable=False)
+            raise
+        self._release(reusable=True)
+        reply = f"{response.code} {response.message}"
+        if 200 <= response.code < 300:
+            return Accepted(reply=reply, rejected=dict(self._rejected))
+        if response.code < 500:
+            return TemporaryFailure(f"end of data deferred: {reply}")
+        bounced = self._accepted if _RECIPIENT_PROBLEM.match(response.message) else ()
+        return PermanentFailure(f"end of data refused: {reply}", bounced)
+
+
+async def _drained(protocol: SMTPProtocol) -> None:
+    """Wait until everything written has left asyncio's buffer for the kernel's: only
+    bytes the kernel holds are still sent if this process is killed."""
+    while True:
+        transport = cast(asyncio.WriteTransport | None, protocol.transport)
+        if transport is None or transport.is_closing():
+            raise aiosmtplib.SMTPServerDisconnected("connection lost while sending data")
+        if transport.get_write_buffer_size() == 0:
+            return
+        await asyncio.sleep(0.001)
+
+
+def _pairs(addresses: dict[str, str]) -> list[str]:
+    return [f"{address}: {reply}" for address, reply in addresses.items()]
+
+
+def _describe(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,162 @@
+"""The message an email row becomes at delivery: attachments, tracking, unsubscribe, DKIM.
+
+- attachments: the stored bytes, or the ``path`` fetched now (``mail.attachments``),
+  within 25 MB a file and 40 MB an email;
+- html: rewritten for open and click tracking when the sending domain asks for it
+  (``mail.tracking.rewrite_html``);
+- marketing mail: one-click unsubscribe headers (``mail.tracking.unsubscribe_url``);
+- signed with the sending domain's DKIM key — composing and signing by the
+  ``mail.rendering`` renderer, on the event loop or in a worker process;
+- envelope sender ``bounces+<email id>@<return path>.<domain>``: the return-path
+  subdomain whose MX and SPF the domain publishes, and an address that names the
+  email, so a bounce that arrives later can be matched to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import httpx
+
+from mailbridge.clock import Clock
+from mailbridge.config import Settings
+from mailbridge.mail import dkim, tracking
+from mailbridge.mail.attachments import (
+    MAX_ATTACHMENT_BYTES,
+    MAX_EMAIL_ATTACHMENT_BYTES,
+    AttachmentFetchError,
+    FetchPolicy,
+    fetch_attachment,
+)
+from mailbridge.mail.compose import AttachmentPart, Unsubscribe, unsubscribe_mailto
+from mailbridge.mail.providers.base import PermanentFailure, TemporaryFailure
+from mailbridge.mail.rendering import LocalRenderer, Renderer, RenderJob, SigningKey, Tracking
+from mailbridge.storage.tables import Domain, Email, EmailAttachment
+
+
+class MessageNotBuilt(Exception):
+    """The email cannot become a message (now, or ever): carries the outcome to record."""
+
+    def __init__(self, outcome: TemporaryFailure | PermanentFailure) -> None:
+        super().__init__(outcome.reason)
+        self.outcome = outcome
+
+
+@dataclass(frozen=True)
+class BuiltMessage:
+    sender: str
+    content: bytes
+
+
+def envelope_sender(email: Email, domain: Domain | None) -> str:
+    if domain is None:
+        return email.from_email
+    return f"bounces+{email.id}@{domain.return_path}.{domain.name}"
+
+
+class MessageBuilder:
+    def __init__(
+        self,
+        settings: Settings,
+        clock: Clock,
+        secret: bytes,
+        http: httpx.AsyncClient,
+        renderer: Renderer | None = None,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.secret = secret
+        self.http = http
+        self.renderer = renderer or LocalRenderer()
+        self.fetch_policy = FetchPolicy(
+            allow_private=settings.webhook_allow_private,
+            timeout=settings.attachment_fetch_timeout,
+        )
+
+    async def build(
+        self,
+        email: Email,
+        domain: Domain | None,
+        attachments: Sequence[EmailAttachment],
+        contents: dict[str, bytes],
+    ) -> BuiltMessage:
+        """The signed message; ``contents`` holds the stored bytes by attachment id.
+        Raises :class:`MessageNotBuilt`."""
+        parts = await self._attachment_parts(attachments, contents)
+        signing_key = None
+        if domain is not None and domain.dkim_private_key:
+            signing_key = SigningKey(domain.name, domain.dkim_selector, domain.dkim_private_key)
+        job = RenderJob.of(
+            email,
+            date=self.clock.now(),
+            attachments=tuple(parts),
+            unsubscribe=self._unsubscribe(email, domain),
+            tracking=self._tracking(domain),
+            signing_key=signing_key,
+        )
+        try:
+            message = await self.renderer.render(job)
+        except dkim.DkimError as exc:
+            raise MessageNotBuilt(PermanentFailure(str(exc))) from exc
+        return BuiltMessage(envelope_sender(email, domain), message)
+
+    def _unsubscribe(self, email: Email, domain: Domain | None) -> Unsubscribe | None:
+        if not email.marketing:
+            return None
+        url = tracking.unsubscribe_url(self.settings.public_url, self.secret, email.id)
+        mailto = unsubscribe_mailto(email, domain.name, domain.return_path) if domain else None
+        return Unsubscribe(url, mailto)
+
+    def _tracking(self, domain: Domain | None) -> Tracking | None:
+        if domain is None or not (domain.open_tracking or domain.click_tracking):
+            return None
+        return Tracking(
+            self.settings.public_url, self.secret, domain.open_tracking, domain.click_tracking
+        )
+
+    async def _attachment_parts(
+        self, attachments: Sequence[EmailAttachment], contents: dict[str, bytes]
+    ) -> list[AttachmentPart]:
+        parts: list[AttachmentPart] = []
+        total = 0
+        for attachment in attachments:
+            content = contents.get(attachment.id)
+            if content is None and attachment.path:
+                content = await self._fetch(attachment, MAX_EMAIL_ATTACHMENT_BYTES - total)
+            if content is None:
+                raise MessageNotBuilt(
+                    PermanentFailure(f"attachment {attachment.filename!r} has no content")
+                )
+            total += len(content)
+            if len(content) > MAX_ATTACHMENT_BYTES:
+                raise MessageNotBuilt(
+                    PermanentFailure(f"attachment {attachment.filename!r} is larger than 25 MB")
+                )
+            if total > MAX_EMAIL_ATTACHMENT_BYTES:
+                raise MessageNotBuilt(PermanentFailure("the attachments exceed 40 MB in total"))
+            parts.append(
+                AttachmentPart(
+                    attachment.filename,
+                    attachment.content_type,
+                    content,
+                    attachment.content_id,
+                )
+            )
+        return parts
+
+    async def _fetch(self, attachment: EmailAttachment, email_budget: int) -> bytes:
+        assert attachment.path is not None
+        limit = min(MAX_ATTACHMENT_BYTES, email_budget)
+        try:
+            return await fetch_attachment(
+                self.http, attachment.path, policy=self.fetch_policy, limit=max(limit, 0)
+            )
+        except AttachmentFetchError as exc:
+            reason = f"attachment {attachment.filename!r}: {exc}"
+            if exc.too_large and limit < MAX_ATTACHMENT_BYTES:
+                reason = (
+                    f"attachment {attachment.filename!r}: the attachments exceed 40 MB in total"
+                )
+            outcome = TemporaryFailure(reason) if exc.temporary else PermanentFailure(reason)
+            raise MessageNotBuilt(outcome) from exc

@@ -1,0 +1,189 @@
+"""Storing accepted emails: quota, rows, events and the idempotent answer, in one transaction.
+
+:func:`accept` takes one or more :class:`SendJob` (one request's emails each), locks
+their teams, charges each job's recipients against the plan (all of a job or none of
+it), stores the jobs that fit and commits once. :class:`EmailWriter` groups the jobs
+of concurrent requests into one such transaction, so the API's write rate is not
+bounded by one commit per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from mailbridge.clock import Clock
+from mailbridge.errors import ApiError, ApplicationError
+from mailbridge.services import idempotency, suppressions
+from mailbridge.services.email_events import event_rows
+from mailbridge.services.email_preparation import PreparedEmail
+from mailbridge.services.quotas import QuotaLedger, lock_teams
+from mailbridge.storage.database import Database
+from mailbridge.storage.queries import table_of
+from mailbridge.storage.tables import ActivityEvent, Email, EmailAttachment, EmailEvent
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class SendJob:
+    team_id: str
+    emails: list[PreparedEmail]
+    reservation: idempotency.Reservation | None = None
+    answer: idempotency.StoredAnswer | None = None  # stored with the reservation
+
+    @property
+    def recipients(self) -> int:
+        return sum(prepared.charged_recipients for prepared in self.emails)
+
+
+def _rows(prepared: PreparedEmail, now: datetime, batch: _Rows) -> None:
+    row = prepared.row
+    batch.emails.append(row)
+    batch.attachments.extend(prepared.attachments)
+    events: list[tuple[str, dict[str, Any]]] = [(row["status"], {})]
+    if prepared.suppressed:
+        events.append(("suppressed", {"recipients": prepared.suppressed}))
+    for event_type, data in events:
+        event, activity = event_rows(row, event_type, data, now)
+        batch.events.append(event)
+        if activity is not None:
+            batch.activity.append(activity)
+
+
+@dataclass
+class _Rows:
+    """Rows of a group, stored with one bulk insert a table."""
+
+    emails: list[dict[str, Any]] = field(default_factory=list)
+    attachments: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    activity: list[dict[str, Any]] = field(default_factory=list)
+
+    async def insert(self, session: AsyncSession) -> None:
+        for table, rows in (
+            (Email, self.emails), (EmailAttachment, self.attachments),
+            (EmailEvent, self.events), (ActivityEvent, self.activity),
+        ):  # fmt: skip
+            if rows:  # the table, not the mapped class: no ORM bulk machinery on this path
+                await session.execute(insert(table_of(table)), rows)
+
+
+async def _suppression_lists(session: AsyncSession, jobs: list[SendJob]) -> dict[str, set[str]]:
+    """Each team's listed addresses among the recipients of ``jobs`` (one query a team)."""
+    wanted: dict[str, set[str]] = {}
+    for job in jobs:
+        for prepared in job.emails:
+            wanted.setdefault(job.team_id, set()).update(prepared.candidates)
+    return {
+        team_id: await suppressions.suppressed_among(session, team_id, addresses)
+        for team_id, addresses in wanted.items()
+    }
+
+
+async def accept(session: AsyncSession, clock: Clock, jobs: list[SendJob]) -> list[ApiError | None]:
+    """Store every job whose recipients survive the suppression list and fit its team's
+    quota; one outcome per job (None: stored)."""
+    team_ids = {job.team_id for job in jobs}
+    await lock_teams(session, team_ids)
+    listed = await _suppression_lists(session, jobs)
+    ledger = await QuotaLedger.load(session, clock.now(), team_ids)
+    outcomes: list[ApiError | None] = []
+    rows = _Rows()
+    now = clock.now()
+    for job in jobs:
+        try:
+            for prepared in job.emails:
+                prepared.apply_suppression_list(listed.get(job.team_id, set()))
+            ledger.charge(job.team_id, job.recipients)
+        except ApiError as refusal:
+            outcomes.append(refusal)
+            continue
+        for prepared in job.emails:
+            _rows(prepared, now, rows)
+        if job.reservation is not None and job.answer is not None:
+            await idempotency.complete(session, job.reservation, job.answer)
+        outcomes.append(None)
+    await rows.insert(session)
+    await ledger.store(session)
+    await session.commit()
+    return outcomes
+
+
+@dataclass
+class _Pending:
+    job: SendJob
+    done: asyncio.Future[ApiError | None] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+
+class EmailWriter:
+    """Groups concurrent :class:`SendJob` into one transaction (a group commit)."""
+
+    def __init__(
+        self,
+        database: Database,
+        clock: Clock,
+        *,
+        max_group: int = 256,
+        on_stored: Callable[[], None] | None = None,
+    ) -> None:
+        self._database = database
+        self._clock = clock
+        self._max_group = max_group
+        self._on_stored = on_stored
+        self._queue: asyncio.Queue[_Pending] | None = None
+
+    async def submit(self, job: SendJob) -> None:
+        """Store ``job`` (with whatever else is waiting) or raise its refusal."""
+        if self._queue is None:  # not running (embedded use): a group of one
+            outcome = (await self._write([job]))[0]
+        else:
+            pending = _Pending(job)
+            await self._queue.put(pending)
+            outcome = await pending.done
+        if outcome is not None:
+            raise outcome
+
+    async def run(self) -> None:
+        """Write groups until cancelled; jobs waiting at cancellation are still written."""
+        queue: asyncio.Queue[_Pending] = asyncio.Queue()
+        self._queue = queue
+        try:
+            while True:
+                group = [await queue.get()]
+                while not queue.empty() and len(group) < self._max_group:
+                    group.append(queue.get_nowait())
+                await self._complete(group)
+        finally:
+            self._queue = None
+            leftover = []
+            while not queue.empty():
+                leftover.append(queue.get_nowait())
+            if leftover:
+                await self._complete(leftover)
+
+    async def _complete(self, group: list[_Pending]) -> None:
+        outcomes = await self._write([pending.job for pending in group])
+        for pending, outcome in zip(group, outcomes, strict=True):
+            if not pending.done.done():
+                pending.done.set_result(outcome)
+
+    async def _write(self, jobs: list[SendJob]) -> list[ApiError | None]:
+        try:
+            async with self._database.session() as session:
+                outcomes = await accept(session, self._clock, jobs)
+        except Exception:
+            logger.exception("storing %d send jobs failed; none was accepted", len(jobs))
+            return [ApplicationError() for _ in jobs]
+        if self._on_stored is not None and any(outcome is None for outcome in outcomes):
+            self._on_stored()
+        return outcomes
