@@ -90,7 +90,15 @@ async def _suppression_lists(session: AsyncSession, jobs: list[SendJob]) -> dict
 
 async def accept(session: AsyncSession, clock: Clock, jobs: list[SendJob]) -> list[ApiError | None]:
     """Store every job whose recipients survive the suppression list and fit its team's
-    quota; one outcome per job (None: stored)."""
+    quota, and commit; one outcome per job (None: stored)."""
+    outcomes = await store(session, clock, jobs)
+    await session.commit()
+    return outcomes
+
+
+async def store(session: AsyncSession, clock: Clock, jobs: list[SendJob]) -> list[ApiError | None]:
+    """What :func:`accept` does, inside the caller's transaction (automations send with
+    their run's state change), without committing."""
     team_ids = {job.team_id for job in jobs}
     await lock_teams(session, team_ids)
     listed = await _suppression_lists(session, jobs)
@@ -113,7 +121,6 @@ async def accept(session: AsyncSession, clock: Clock, jobs: list[SendJob]) -> li
         outcomes.append(None)
     await rows.insert(session)
     await ledger.store(session)
-    await session.commit()
     return outcomes
 
 

@@ -13,6 +13,13 @@ from mailbridge.storage.tables.audiences import (
     SegmentMember,
     Topic,
 )
+from mailbridge.storage.tables.automations import (
+    Automation,
+    AutomationRun,
+    AutomationRunStep,
+    AutomationVersion,
+    EventDefinition,
+)
 from mailbridge.storage.tables.base import Base
 from mailbridge.storage.tables.domains import Domain, DomainClaim
 from mailbridge.storage.tables.emails import (
@@ -30,6 +37,10 @@ __all__ = [
     "ActivityEvent",
     "ApiKey",
     "Audience",
+    "Automation",
+    "AutomationRun",
+    "AutomationRunStep",
+    "AutomationVersion",
     "Base",
     "Contact",
     "ContactEngagement",
@@ -41,6 +52,7 @@ __all__ = [
     "Email",
     "EmailAttachment",
     "EmailEvent",
+    "EventDefinition",
     "IdempotencyRecord",
     "InstanceSetting",
     "Member",
