@@ -84,7 +84,6 @@ class AutomationRun(Base):
     due_at: Mapped[datetime | None]  # ready: now; sleeping: wake; waiting: timeout (or null)
     waiting_event: Mapped[str | None] = mapped_column(String(200))
     context: Mapped[dict[str, Any]] = mapped_column(JSON)  # {"event": {...}, "steps": {...}}
-    lease_until: Mapped[datetime | None]
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]

@@ -2,7 +2,7 @@
 
 Revision ID: 0004
 Revises: 0003
-Create Date: 2026-11-21 21:44:15.996378
+Create Date: 2026-11-21 21:45:47.299889
 """
 
 from collections.abc import Sequence
@@ -89,7 +89,6 @@ def upgrade() -> None:
         sa.Column("due_at", mailbridge.storage.types.UTCDateTime(), nullable=True),
         sa.Column("waiting_event", sa.String(length=200), nullable=True),
         sa.Column("context", sa.JSON(), nullable=False),
-        sa.Column("lease_until", mailbridge.storage.types.UTCDateTime(), nullable=True),
         sa.Column("error", sa.Text(), nullable=True),
         sa.Column("created_at", mailbridge.storage.types.UTCDateTime(), nullable=False),
         sa.Column("updated_at", mailbridge.storage.types.UTCDateTime(), nullable=False),

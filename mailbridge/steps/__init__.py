@@ -1,0 +1,21 @@
+"""One module per step type; :data:`KINDS` finds a kind by its public or stored name."""
+
+from __future__ import annotations
+
+from mailbridge.steps.add_to_segment import AddToSegment
+from mailbridge.steps.base import Execution, StepKind
+from mailbridge.steps.condition import Condition
+from mailbridge.steps.contact_delete import ContactDelete
+from mailbridge.steps.contact_update import ContactUpdate
+from mailbridge.steps.delay import Delay
+from mailbridge.steps.send_email import SendEmail
+from mailbridge.steps.wait_for_event import WaitForEvent
+
+ALL: tuple[StepKind, ...] = (
+    SendEmail(), Delay(), WaitForEvent(), Condition(), ContactUpdate(), ContactDelete(),
+    AddToSegment(),
+)  # fmt: skip
+BY_PUBLIC_NAME: dict[str, StepKind] = {kind.name: kind for kind in ALL}
+BY_STORED_NAME: dict[str, StepKind] = {kind.stored_name: kind for kind in ALL}
+
+__all__ = ["ALL", "BY_PUBLIC_NAME", "BY_STORED_NAME", "Execution", "StepKind"]
