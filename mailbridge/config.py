@@ -52,6 +52,21 @@ class Settings(BaseSettings):
     delivery_batch_size: int = Field(default=200, ge=1, description="emails claimed per query")
     delivery_lease_seconds: float = Field(default=120.0, gt=0)
     attachment_fetch_timeout: float = Field(default=30.0, gt=0)
+    webhook_timeout: float = Field(
+        default=15.0, gt=0, description="seconds a webhook endpoint has to answer an attempt"
+    )
+    webhook_concurrency: int = Field(default=128, ge=1, description="webhook POSTs in flight")
+    webhook_batch_size: int = Field(default=200, ge=1, description="deliveries claimed per query")
+    webhook_lease_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="a claimed delivery comes back this long after its runner died",
+    )
+    webhook_disable_after: float = Field(
+        default=3 * 86400,
+        gt=0,
+        description="seconds of failing attempts before a webhook is disabled",
+    )
     domain_recheck_interval: float = Field(
         default=6 * 3600, gt=0, description="seconds between the runner's domain re-verifications"
     )

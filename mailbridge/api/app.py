@@ -15,11 +15,14 @@ from mailbridge.api.rate_limit import RateCounters, SendRateLimit
 from mailbridge.api.routers import (
     api_keys,
     audiences,
+    automations,
     contact_properties,
     contacts,
     domains,
     email_reading,
     emails,
+    event_intake,
+    events,
     health,
     logs,
     segments,
@@ -27,6 +30,7 @@ from mailbridge.api.routers import (
     templates,
     topics,
     tracking,
+    webhooks,
 )
 from mailbridge.config import Settings
 from mailbridge.runner import Runner
@@ -37,6 +41,7 @@ from mailbridge.services.request_logs import RequestLogSink
 # Order matters for speed: routes are matched one by one, so the send path comes first.
 ROUTERS = (
     emails.router,
+    event_intake.router,
     health.router,
     api_keys.router,
     logs.router,
@@ -47,8 +52,11 @@ ROUTERS = (
     segments.router,
     topics.router,
     templates.router,
+    automations.router,
+    events.router,
     email_reading.router,
     suppressions.router,
+    webhooks.router,
     tracking.router,
 )
 

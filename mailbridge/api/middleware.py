@@ -118,14 +118,15 @@ class ApiMiddleware:
         if not header(scope, b"user-agent"):
             raise MissingUserAgent()
         token = bearer_token(header(scope, b"authorization"))
-        now = self.context.clock.now()
-        cached = self.context.principals.get(token)
-        if cached is not None and not cached.expired(now):
-            return cached
+        cache = self.context.principals
+        cached = cache.get(token)
+        if cached is not None and cached.expired(self.context.clock.now()):
+            cache.discard(token)  # authenticate again: it answers for the expired key
+        return await cache.get_or_load(token, lambda: self._lookup(token))
+
+    async def _lookup(self, token: str) -> Principal:
         async with self.context.database.session() as session:
-            principal = await authenticate(session, self.context.clock, token)
-        self.context.principals.put(token, principal)
-        return principal
+            return await authenticate(session, self.context.clock, token)
 
     def _record(
         self, scope: Scope, principal: Principal, started: float, exchange: _Exchange

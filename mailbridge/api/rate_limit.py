@@ -25,18 +25,53 @@ from mailbridge.errors import RateLimitExceeded
 LIMITED = frozenset({("POST", "/emails"), ("POST", "/emails/batch")})
 
 
+class LocalWindows:
+    """Fixed windows in process memory, kept as ``limits``' MemoryStorage keeps them (a
+    window opens at a client's first hit and lasts the limit's period), minus its two
+    awaited calls, lock and timer per request: the send path asks on every request."""
+
+    MAX_CLIENTS = 10_000  # beyond this, closed windows are dropped
+
+    def __init__(self, item: RateLimitItem) -> None:
+        self.amount = item.amount
+        self.period = item.get_expiry()
+        self._windows: dict[str, list[float]] = {}  # client -> [closes_at, hits]
+
+    def hit(self, client: str) -> tuple[bool, int, float]:
+        """Count a hit: (allowed, remaining, when the window closes as a Unix time)."""
+        now = time.time()
+        window = self._windows.get(client)
+        if window is None or window[0] <= now:
+            if len(self._windows) >= self.MAX_CLIENTS:
+                self._windows = {k: w for k, w in self._windows.items() if w[0] > now}
+            window = self._windows[client] = [now + self.period, 0]
+        window[1] += 1
+        return window[1] <= self.amount, max(0, self.amount - int(window[1])), window[0]
+
+
 class RateCounters:
     """Where the counters live; owns the Redis connections it opens (closed with the app)."""
 
     def __init__(self, settings: Settings) -> None:
         self.item: RateLimitItem = parse(settings.send_rate_limit)
         self._pool: coredis.ConnectionPool | None = None
+        self.local: LocalWindows | None = None
         storage: Storage = MemoryStorage()
         if settings.redis_url:
             self._pool = coredis.ConnectionPool.from_url(settings.redis_url)
             options: dict[str, Any] = {"connection_pool": self._pool}
             storage = RedisStorage("async+" + settings.redis_url.split("+", 1)[-1], **options)
+        else:
+            self.local = LocalWindows(self.item)
         self.limiter = FixedWindowRateLimiter(storage)
+
+    async def hit(self, client: str) -> tuple[bool, int, float]:
+        """Count a send by ``client``: (allowed, remaining, when the window closes)."""
+        if self.local is not None:
+            return self.local.hit(client)
+        allowed = await self.limiter.hit(self.item, "send", client)
+        reset_at, remaining = await self.limiter.get_window_stats(self.item, "send", client)
+        return allowed, remaining, reset_at
 
     def close(self) -> None:
         if self._pool is not None:
@@ -47,7 +82,7 @@ class SendRateLimit:
     def __init__(self, app: ASGIApp, counters: RateCounters) -> None:
         self.app = app
         self.item = counters.item
-        self.limiter = counters.limiter
+        self.counters = counters
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or (scope["method"], scope["path"].rstrip("/")) not in LIMITED:
@@ -55,24 +90,25 @@ class SendRateLimit:
             return
         client = scope.get("client")
         identity = client[0] if client else "unknown"
-        allowed = await self.limiter.hit(self.item, "send", identity)
-        reset_at, remaining = await self.limiter.get_window_stats(self.item, "send", identity)
+        allowed, remaining, reset_at = await self.counters.hit(identity)
         reset = max(0, math.ceil(reset_at - time.time()))
-        headers = {
-            "ratelimit-limit": str(self.item.amount),
-            "ratelimit-remaining": str(max(0, remaining)),
-            "ratelimit-reset": str(reset),
-        }
         if not allowed:
+            headers = {
+                "ratelimit-limit": str(self.item.amount),
+                "ratelimit-remaining": str(max(0, remaining)),
+                "ratelimit-reset": str(reset),
+            }
             await send_error(send, RateLimitExceeded(retry_after=max(1, reset), headers=headers))
             return
+        raw_headers = [
+            (b"ratelimit-limit", str(self.item.amount).encode()),
+            (b"ratelimit-remaining", str(max(0, remaining)).encode()),
+            (b"ratelimit-reset", str(reset).encode()),
+        ]
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [
-                    *message.get("headers", []),
-                    *((k.encode(), v.encode()) for k, v in headers.items()),
-                ]
+                message["headers"] = [*message.get("headers", []), *raw_headers]
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

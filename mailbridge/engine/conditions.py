@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from jsonlogic import JSONLogicExpression, Operator
 from jsonlogic.evaluation import EvaluationContext, get_value
@@ -49,24 +49,36 @@ class Rule(BaseModel):
             raise ValueError("a field starts with `event.` or `contact.`, e.g. `event.plan`")
         return field
 
+    @field_validator("value")
+    @classmethod
+    def _plain(cls, value: Any) -> Any:
+        # JSON Logic would read an object as an operator (and fail when the run evaluates it)
+        items = value if isinstance(value, list) else [value]
+        if any(isinstance(item, dict | list) for item in items):
+            raise ValueError(
+                "a rule compares with a string, number, boolean, null or a list of them"
+            )
+        return value
+
 
 class RuleGroup(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     type: Literal["and", "or"]
-    rules: list[Rule | RuleGroup] = Field(min_length=1)
+    rules: list[AnyRule] = Field(min_length=1)
 
 
-AnyRule = Rule | RuleGroup
-_RULE = TypeAdapter[AnyRule](AnyRule)
+# discriminated by `type`, so a bad rule gets one problem, not one per union member
+AnyRule = Annotated[Rule | RuleGroup, Field(discriminator="type")]
+_RULE = TypeAdapter[Rule | RuleGroup](AnyRule)
 
 
-def parse_rule(data: object) -> AnyRule:
+def parse_rule(data: object) -> Rule | RuleGroup:
     """The rule ``data`` describes; raises pydantic's ValidationError when malformed."""
     return _RULE.validate_python(data)
 
 
-def to_json_logic(rule: AnyRule) -> dict[str, Any]:
+def to_json_logic(rule: Rule | RuleGroup) -> dict[str, Any]:
     if isinstance(rule, RuleGroup):
         return {rule.type: [to_json_logic(inner) for inner in rule.rules]}
     var = {"var": [rule.field, None]}
@@ -209,13 +221,37 @@ def _absent_safe(data: dict[str, Any]) -> dict[str, Any]:
     return {root: data.get(root) or {} for root in FIELD_ROOTS}
 
 
+_BY_IDENTITY: dict[int, tuple[object, Operator]] = {}
+
+
+def _operator(rule: object) -> Operator:
+    # A graph's rules are objects that live as long as the graph (graphs are cached and
+    # never change): compile each once, found by identity before any serializing.
+    found = _BY_IDENTITY.get(id(rule))
+    if found is not None and found[0] is rule:
+        return found[1]
+    operator = _compiled(json.dumps(rule, sort_keys=True, default=str))
+    if len(_BY_IDENTITY) < 4096:
+        _BY_IDENTITY[id(rule)] = (rule, operator)
+    return operator
+
+
 def holds(rule: object, data: dict[str, Any]) -> bool:
     """Whether ``rule`` (a rule in its JSON form) holds for ``{"event": ..., "contact": ...}``."""
-    operator = _compiled(json.dumps(rule, sort_keys=True, default=str))
+    operator = _operator(rule)
     try:
         return bool(evaluate_operator(operator, _absent_safe(data), None, _SETTINGS))
     except (KeyError, IndexError, TypeError, AttributeError):  # a path through a non-object
         return False
+
+
+def reads_contact(rule: object) -> bool:
+    """Whether a rule (in its JSON form) reads a ``contact.*`` field."""
+    if isinstance(rule, dict):
+        if rule.get("type") == "rule":
+            return str(rule.get("field", "")).startswith("contact.")
+        return any(reads_contact(inner) for inner in rule.get("rules") or [])
+    return False
 
 
 def resolve_value(value: object, data: dict[str, Any]) -> Any:

@@ -6,6 +6,7 @@ bare number is seconds. At most 30 days (spec §8.1), at least one second.
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 
 import isodate
@@ -28,14 +29,14 @@ def parse_duration(value: object) -> timedelta:
     else:
         text = value.strip()
         seconds = _iso_seconds(text) if text[:1].upper() == "P" else _natural_seconds(text)
-    if seconds is None:
+    if seconds is None or math.isnan(seconds):
         raise DurationError(f"{value!r} is not a duration we can read (try '3 days' or 'PT2H')")
-    duration = timedelta(seconds=seconds)
-    if duration < timedelta(seconds=1):
+    # compared as numbers first: timedelta overflows on huge or infinite values
+    if seconds < 1:
         raise DurationError("a duration is at least one second")
-    if duration > MAX_DURATION:
+    if seconds > MAX_DURATION.total_seconds():
         raise DurationError("a duration is at most 30 days")
-    return duration
+    return timedelta(seconds=seconds)
 
 
 def _natural_seconds(text: str) -> float | None:
@@ -46,7 +47,7 @@ def _natural_seconds(text: str) -> float | None:
 def _iso_seconds(text: str) -> float | None:
     try:
         parsed = isodate.parse_duration(text.upper())
-    except (isodate.ISO8601Error, ValueError):
+    except (isodate.ISO8601Error, ValueError, OverflowError):
         return None
     if isinstance(parsed, timedelta):
         return parsed.total_seconds()

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from mailbridge import steps as step_kinds  # read at call time: the steps import the engine
 from mailbridge.clock import Clock
 from mailbridge.engine.conditions import holds
 from mailbridge.engine.graph import Graph
@@ -41,7 +42,7 @@ from mailbridge.engine.runs import (
     Wait,
     record_id,
 )
-from mailbridge.steps import BY_STORED_NAME, Execution
+from mailbridge.steps.base import Execution
 
 logger = logging.getLogger(__name__)
 
@@ -179,6 +180,11 @@ class Engine:
             progress += done
         return progress
 
+    async def next_due(self) -> datetime | None:
+        """When the earliest running run falls due (for a runner's sleep)."""
+        async with self.backend.transaction() as tx:
+            return await tx.runs.next_due()
+
     async def _batch(self, limit: int, claimed: list[str] | None = None) -> Progress:
         now = self.clock.now()
         progress = Progress()
@@ -229,12 +235,13 @@ class Engine:
                 self._finish(run, RunStatus.FAILED, now)
                 break
             step = graph.step(run.step_key)
-            kind = BY_STORED_NAME[step.type]
+            kind = step_kinds.BY_STORED_NAME[step.type]
             outcome = await kind.execute(Execution(run, step, automation, now, tx))
             executed += 1
+            run.context["executed"] = sequence = int(run.context.get("executed", 0)) + 1
             record = StepRecord(
                 record_id(run.id, step.key), run.id, step.id, step.key, kind.name,
-                StepStatus.COMPLETED, now, now,
+                StepStatus.COMPLETED, now, now, sequence=sequence,
             )  # fmt: skip
             await self._apply(tx, run, graph, record, outcome, now)
         run.updated_at = now
@@ -258,6 +265,8 @@ class Engine:
                 run.waiting_event = outcome.event_name if isinstance(outcome, Wait) else None
                 run.due_at = until
                 run.context["parked_at"] = now.isoformat()
+                if output is not None:  # the record is rewritten on leaving: keep what it said
+                    run.context["parked_output"] = output
             case End(output=output):
                 record.output = output
                 await tx.runs.record(record)
@@ -279,11 +288,13 @@ class Engine:
         step = graph.step(run.step_key)
         parked_at = run.context.pop("parked_at", None)
         started = datetime.fromisoformat(parked_at) if parked_at else now
-        kind = BY_STORED_NAME[step.type]
+        parked_output = run.context.pop("parked_output", None)
+        output = output if output is not None else parked_output
+        kind = step_kinds.BY_STORED_NAME[step.type]
         await tx.runs.record(
             StepRecord(
                 record_id(run.id, step.key), run.id, step.id, step.key, kind.name, status,
-                started, now, output,
+                started, now, output, sequence=int(run.context.get("executed", 0)),
             )
         )  # fmt: skip
         run.waiting_event = None
@@ -313,6 +324,7 @@ class Engine:
         run.waiting_event = None
         run.completed_at = run.updated_at = now
         run.context.pop("parked_at", None)
+        run.context.pop("parked_output", None)
 
     async def _graph(self, tx: Transaction, automation_id: str, version: int) -> Graph:
         key = (automation_id, version)

@@ -119,7 +119,7 @@ class MemoryRuns:
     def steps_of(self, run_id: str) -> list[StepRecord]:
         return sorted(
             (record for record in self.records.values() if record.run_id == run_id),
-            key=lambda record: (record.started_at, record.completed_at or record.started_at),
+            key=lambda record: record.sequence,
         )
 
 

@@ -28,6 +28,17 @@ class RunQuotaExceeded(Exception):
     """:meth:`Runs.start` refused: the team used every run of its rolling 30 days."""
 
 
+class SendRefused(Exception):
+    """:meth:`Mailer.send` will not send: skip the step (``skip``), try again at
+    ``retry_at`` (a quota), or fail the run (neither)."""
+
+    def __init__(
+        self, reason: str, *, skip: bool = False, retry_at: datetime | None = None
+    ) -> None:
+        super().__init__(reason)
+        self.reason, self.skip, self.retry_at = reason, skip, retry_at
+
+
 @dataclass(frozen=True)
 class AutomationRef:
     """What the engine needs to know of an automation to start a run of it."""
@@ -154,15 +165,19 @@ class Contacts(Protocol):
 class Mailer(Protocol):
     async def send(self, email: OutgoingEmail) -> str:
         """Queue the email for delivery and answer its id; the same ``key`` answers the
-        same id without a second email."""
+        same id without a second email. Raises :class:`SendRefused`."""
         ...
 
 
 class Transaction(Protocol):
-    automations: Automations
-    runs: Runs
-    contacts: Contacts
-    mailer: Mailer
+    @property
+    def automations(self) -> Automations: ...
+    @property
+    def runs(self) -> Runs: ...
+    @property
+    def contacts(self) -> Contacts: ...
+    @property
+    def mailer(self) -> Mailer: ...
 
     async def commit(self) -> None: ...
 

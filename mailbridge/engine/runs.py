@@ -12,7 +12,7 @@ it into the run's next state and the step's record.
 
 from __future__ import annotations
 
-import uuid
+import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -72,7 +72,15 @@ class Run:
 def record_id(run_id: str, step_key: str) -> str:
     """A step executes at most once in a run (graphs have no cycles): its record's id is
     derived, so writing it twice is an upsert, never a duplicate."""
-    return str(uuid.uuid5(uuid.UUID(run_id), step_key))
+    # uuid.uuid5(uuid.UUID(run_id), step_key), computed without building UUID objects
+    # (this runs for every step a runner executes).
+    digest = bytearray(
+        hashlib.sha1(bytes.fromhex(run_id.replace("-", "")) + step_key.encode()).digest()[:16]
+    )
+    digest[6] = (digest[6] & 0x0F) | 0x50
+    digest[8] = (digest[8] & 0x3F) | 0x80
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 @dataclass
@@ -87,6 +95,7 @@ class StepRecord:
     completed_at: datetime | None = None
     output: dict[str, Any] | None = None
     error: str | None = None
+    sequence: int = 0  # execution order within the run (1, 2, ...)
 
 
 # -- outcomes of executing a step -----------------------------------------------------

@@ -17,9 +17,9 @@ from typing import Any
 
 import networkx as nx
 
+from mailbridge import steps as step_kinds  # read at call time: the steps import the engine
 from mailbridge.engine.graph import CONNECTION_TYPES, MAX_STEPS, Connection, Graph, Step, Trigger
 from mailbridge.engine.ports import References
-from mailbridge.steps import BY_PUBLIC_NAME
 
 
 @dataclass(frozen=True)
@@ -80,11 +80,11 @@ def _parse_steps(raw: object, problems: list[Problem]) -> _Parsed:
             elif parsed.trigger is None:
                 domain = config.get("domain")
                 parsed.trigger = Trigger(key, event_name.strip(), domain)
-        elif kind in BY_PUBLIC_NAME:
+        elif kind in step_kinds.BY_PUBLIC_NAME:
             step_id = item.get("id")
             parsed.steps.append((key, kind, config, step_id if isinstance(step_id, str) else None))
         else:
-            known = ", ".join(BY_PUBLIC_NAME)
+            known = ", ".join(step_kinds.BY_PUBLIC_NAME)
             problems.append(Problem(key, f"unknown step type {kind!r} (one of {known})"))
     if triggers != 1:
         problems.append(Problem(None, f"a graph has exactly one trigger step, not {triggers}"))
@@ -124,8 +124,9 @@ def _parse_connections(raw: object, keys: set[str], problems: list[Problem]) -> 
 
 def _check_edges(parsed: _Parsed, problems: list[Problem]) -> None:
     assert parsed.trigger is not None
-    allowed = {key: BY_PUBLIC_NAME[kind].edges for key, kind, _, _ in parsed.steps}
-    allowed[parsed.trigger.key] = frozenset({"default"})
+    allowed = {key: step_kinds.BY_PUBLIC_NAME[kind].edges for key, kind, _, _ in parsed.steps}
+    for key in parsed.trigger_keys:  # a second trigger is reported already; do not crash on it
+        allowed[key] = frozenset({"default"})
     seen: set[tuple[str, str]] = set()
     for connection in parsed.connections:
         source = connection.source
@@ -175,7 +176,8 @@ def build(
     parsed.connections = _parse_connections(connections, keys, problems)
     for key, kind, config, _ in parsed.steps:
         problems.extend(
-            Problem(key, message) for message in BY_PUBLIC_NAME[kind].check(config, references)
+            Problem(key, message)
+            for message in step_kinds.BY_PUBLIC_NAME[kind].check(config, references)
         )
     if parsed.trigger is not None:
         _check_edges(parsed, problems)
@@ -188,9 +190,9 @@ def build(
         Step(
             kept.get(key) or new_id(),
             key,
-            BY_PUBLIC_NAME[kind].stored_name,
+            step_kinds.BY_PUBLIC_NAME[kind].stored_name,
             position,
-            BY_PUBLIC_NAME[kind].to_stored(config, references),
+            step_kinds.BY_PUBLIC_NAME[kind].to_stored(config, references),
         )
         for position, (key, kind, config, _) in enumerate(parsed.steps)
     )

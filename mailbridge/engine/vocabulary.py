@@ -11,26 +11,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mailbridge import steps as step_kinds  # read at call time: the steps import the engine
 from mailbridge.engine.graph import Graph, Step
 from mailbridge.engine.ports import References
-from mailbridge.steps import BY_PUBLIC_NAME, BY_STORED_NAME
 
 
 def public_type(stored_type: str) -> str:
-    return BY_STORED_NAME[stored_type].name
+    return step_kinds.BY_STORED_NAME[stored_type].name
 
 
 def stored_type(public: str) -> str:
-    return BY_PUBLIC_NAME[public].stored_name
+    return step_kinds.BY_PUBLIC_NAME[public].stored_name
 
 
 def step_to_public(step: Step) -> Step:
-    kind = BY_STORED_NAME[step.type]
+    kind = step_kinds.BY_STORED_NAME[step.type]
     return Step(step.id, step.key, kind.name, step.position, kind.to_public(step.config))
 
 
 def step_to_stored(step: Step, references: References) -> Step:
-    kind = BY_PUBLIC_NAME[step.type]
+    kind = step_kinds.BY_PUBLIC_NAME[step.type]
     return Step(
         step.id, step.key, kind.stored_name, step.position, kind.to_stored(step.config, references)
     )
@@ -51,4 +51,4 @@ def stored_view(step: Step) -> dict[str, Any]:
 
 
 def public_config(stored: Mapping[str, Any], stored_step_type: str) -> dict[str, Any]:
-    return BY_STORED_NAME[stored_step_type].to_public(stored)
+    return step_kinds.BY_STORED_NAME[stored_step_type].to_public(stored)

@@ -5,12 +5,10 @@ Rules:
 - http and https only; at most 25 MB a file and 40 MB for all of an email's
   attachments together (the bytes stored with the email count too). The body is
   streamed and the fetch stops as soon as a limit is passed.
-- No private targets: the host is resolved and *every* address it has must be a
-  public one (not loopback, private, link-local, shared, multicast, reserved...),
-  unless ``MAILBRIDGE_WEBHOOK_ALLOW_PRIVATE`` is set. The request then goes to the
-  address that was checked (Host header and TLS SNI keep the name), so a DNS answer
-  that changes between the check and the connection cannot point it elsewhere.
-  Redirects (at most 3) are followed by hand and each target is checked the same way.
+- No private targets (``mail.targets``, shared with webhooks): every address of the
+  host must be public unless ``MAILBRIDGE_WEBHOOK_ALLOW_PRIVATE`` is set, and the
+  request goes to the address that was checked. Redirects (at most 3) are followed by
+  hand and each target is checked the same way.
 - A failure says whether trying again later can help. Temporary (the email is
   ``delivery_delayed`` and retried): timeouts, connection errors, name resolution
   errors, 5xx, 408 and 429. Permanent (the email ``failed``, with the reason in
@@ -21,14 +19,14 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import ipaddress
-import socket
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
 import httpx
 
 from mailbridge.errors import MailbridgeError
+from mailbridge.mail.targets import TargetRefused, pin
+from mailbridge.mail.targets import is_public as is_public  # the address rule, re-exported
 
 MAX_ATTACHMENT_BYTES = 25 * 1024 * 1024
 MAX_EMAIL_ATTACHMENT_BYTES = 40 * 1024 * 1024
@@ -49,27 +47,6 @@ class AttachmentFetchError(MailbridgeError):
 class FetchPolicy:
     allow_private: bool = False
     timeout: float = 30.0  # seconds for the whole fetch, redirects included
-
-
-def is_public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_global and not address.is_multicast
-
-
-async def resolve(host: str, port: int) -> list[str]:
-    """Every address ``host`` resolves to (``host`` itself when it is an address)."""
-    try:
-        return [str(ipaddress.ip_address(host))]
-    except ValueError:
-        pass
-    loop = asyncio.get_running_loop()
-    try:
-        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise AttachmentFetchError(f"cannot resolve {host}: {exc}", temporary=True) from exc
-    addresses = [str(info[4][0]) for info in infos]
-    return list(dict.fromkeys(addresses))
 
 
 async def fetch_attachment(
@@ -115,32 +92,11 @@ async def _pinned_request(
     client: httpx.AsyncClient, url: str, policy: FetchPolicy
 ) -> httpx.Request:
     try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError) as exc:
-        raise AttachmentFetchError(f"invalid attachment URL {url!r}", temporary=False) from exc
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise AttachmentFetchError(
-            f"attachment URLs must be http or https, not {url!r}", temporary=False
-        )
-    port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    addresses = await resolve(parsed.host, port)
-    if not addresses:
-        raise AttachmentFetchError(f"{parsed.host} has no address", temporary=True)
-    if not policy.allow_private:
-        for address in addresses:
-            if not is_public(ipaddress.ip_address(address.split("%", 1)[0])):
-                raise AttachmentFetchError(
-                    f"refused to fetch {url}: {parsed.host} resolves to the non-public "
-                    f"address {address}",
-                    temporary=False,
-                )
-    host_header = parsed.host if parsed.port is None else f"{parsed.host}:{parsed.port}"
-    extensions = {"sni_hostname": parsed.host} if parsed.scheme == "https" else {}
+        target = await pin(url, allow_private=policy.allow_private, what="attachment URL")
+    except TargetRefused as exc:
+        raise AttachmentFetchError(str(exc), temporary=exc.temporary) from exc
     return client.build_request(
-        "GET",
-        parsed.copy_with(host=addresses[0]),
-        headers={"Host": host_header},
-        extensions=extensions,
+        "GET", target.url, headers=target.headers, extensions=target.extensions
     )
 
 

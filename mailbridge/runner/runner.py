@@ -4,8 +4,9 @@
 it from the API's lifespan); ``run_until_stopped()`` is the ``mailbridge runner``
 daemon, which stops on SIGTERM after finishing or releasing what it holds.
 
-Two kinds of work: *workers*, long-running loops that claim due rows (deliveries
-today — ``runner.delivery``; enrollments and webhook attempts later), and *ticks*, periodic
+Two kinds of work: *workers*, long-running loops that claim due rows (deliveries —
+``runner.delivery``; activity events handed to their consumers — ``runner.activity``;
+webhook attempts — ``runner.webhooks``; enrollments later), and *ticks*, periodic
 jobs run by APScheduler 3 with a memory job store — never one job per row.
 """
 
@@ -22,9 +23,13 @@ from typing import Protocol
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
+from mailbridge.runner.activity import ActivityDispatcher
+from mailbridge.runner.automations import AutomationWorker
 from mailbridge.runner.delivery import DeliveryWorker, default_render_processes
 from mailbridge.runner.signals import stop_on_signals
+from mailbridge.runner.webhooks import WebhookWorker
 from mailbridge.services import domain_verification, request_logs
+from mailbridge.services.activity_dispatch import default_consumers
 from mailbridge.services.context import ServiceContext
 
 logger = logging.getLogger(__name__)
@@ -63,7 +68,17 @@ def default_ticks(context: ServiceContext) -> list[Tick]:
 
 
 def default_workers(context: ServiceContext) -> list[Worker]:
-    return [DeliveryWorker(context, render_processes=default_render_processes())]
+    # SQLite: the automation worker, the dispatcher and the webhook worker take turns at the
+    # one write lock here rather than sleeping in SQLite's busy handler.
+    write_lock = asyncio.Lock()
+    webhooks = WebhookWorker(context, write_lock=write_lock)
+    consumers = default_consumers(context, on_webhook_deliveries=webhooks.deliveries_added)
+    return [
+        DeliveryWorker(context, render_processes=default_render_processes()),
+        AutomationWorker(context, write_lock=write_lock),
+        webhooks,
+        ActivityDispatcher(context, consumers, write_lock=write_lock),
+    ]
 
 
 class Runner:
@@ -102,6 +117,7 @@ class Runner:
             )
         scheduler.start()
         self._scheduler = scheduler
+        self.context.wake_callbacks.append(self.notify)
         self._tasks = [
             asyncio.create_task(worker.run(self._stopping), name=f"worker:{worker.name}")
             for worker in self.workers
@@ -112,6 +128,8 @@ class Runner:
         if self._scheduler is None:
             return
         self._stopping.set()
+        with suppress(ValueError):
+            self.context.wake_callbacks.remove(self.notify)
         self._scheduler.shutdown(wait=False)
         self._scheduler = None
         if self._tasks:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mailbridge.clock import Clock, SystemClock
@@ -29,6 +30,13 @@ class ServiceContext:
     sending_domains: TTLCache[tuple[str, str], SendingDomain] = field(
         default_factory=lambda: TTLCache(ttl=2.0)
     )
+
+    # Called when due work (emails, runs) was stored: a runner in this process wakes.
+    wake_callbacks: list[Callable[[], None]] = field(default_factory=list)
+
+    def work_added(self) -> None:
+        for wake in self.wake_callbacks:
+            wake()
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Clock | None = None) -> ServiceContext:

@@ -9,10 +9,11 @@ capping delivery at one commit per message.
 A handover is completed (the SMTP terminator written, the outbox file renamed) right
 after the commit that recorded it as ``sent`` returns, for the whole group in one
 synchronous loop with nothing awaited in between. The database makes the commit
-durable a little before the event loop sees it return (under load, milliseconds: the
-loop has other callbacks to run first); a process killed in that gap leaves emails
-recorded as sent but not handed over, which the providers' settle step recognises
-(``mail.providers.base``) and delivers again.
+durable a little before the event loop sees it return (through a driver's thread and
+under load, milliseconds: the loop has other callbacks to run first; on a SQLite file,
+where the group is written inline by the database's ``SqliteWriter``, microseconds); a
+process killed in that gap leaves emails recorded as sent but not handed over, which
+the providers' settle step recognises (``mail.providers.base``) and delivers again.
 
 Events are written as rows (``email_events.event_rows``) with the status rule of
 ``record_email_event``, one executemany per table for the whole group: object by
@@ -27,7 +28,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -48,9 +51,11 @@ from mailbridge.mail.providers.base import (
 from mailbridge.mail.providers.simulator import SUPPRESSING_EVENTS, SimulatedRecipient
 from mailbridge.services.delivery_queue import PENDING_STATUSES, RetryPolicy
 from mailbridge.services.email_events import EVENT_TYPES, STICKY, event_rows
-from mailbridge.services.suppressions import suppress
+from mailbridge.services.suppressions import suppress, suppression_row
 from mailbridge.storage.database import Database
-from mailbridge.storage.tables import ActivityEvent, Email, EmailEvent
+from mailbridge.storage.queries import table_of
+from mailbridge.storage.sqlite_writer import SqliteWriter
+from mailbridge.storage.tables import ActivityEvent, Email, EmailEvent, Suppression
 
 logger = logging.getLogger(__name__)
 
@@ -166,23 +171,23 @@ class DeliveryJournal:
             await self._commit_group(group)
 
     async def _commit_group(self, group: list[_Entry]) -> None:
-        session = self.database.session()
+        session: AsyncSession | None = None
+        writer = self.database.sqlite_writer
         try:
-            held = await _fence(
-                session,
-                self.owner,
-                [entry.email.id for entry in group],
-                [entry.email.id for entry in group if entry.handover is not None],
-            )
-            committed = [entry for entry in group if entry.email.id in held]
-            writes = _Writes()
-            for entry in committed:
-                await self._apply(session, writes, entry)
-            await writes.flush(session, [entry.email for entry in committed])
-            await session.commit()
+            if writer is not None:
+                # One inline transaction; it returns right after COMMIT, without a turn
+                # of the event loop between the commit and the handovers below.
+                committed = await writer.transaction(
+                    lambda connection: self._write_inline(writer, connection, group)
+                )
+            else:
+                session = self.database.session()
+                committed = await self._write(session, group)
+                await session.commit()
         except BaseException as exc:
-            with contextlib.suppress(Exception):
-                await session.close()
+            if session is not None:
+                with contextlib.suppress(Exception):
+                    await session.close()
             for entry in group:
                 if not entry.future.done():
                     entry.future.set_exception(exc)
@@ -195,11 +200,34 @@ class DeliveryJournal:
             if entry.handover is not None:
                 entry.handover.complete()
         self.commits += 1
-        with contextlib.suppress(Exception):
-            await session.close()
+        if session is not None:
+            with contextlib.suppress(Exception):
+                await session.close()
         for entry in group:
             if not entry.future.done():
                 entry.future.set_result(entry in committed)
+
+    async def _write(self, session: AsyncSession, group: list[_Entry]) -> list[_Entry]:
+        """The group's writes in ``session``; the entries whose lease held."""
+        held = await _fence(session, self.owner, *_fenced(group))
+        committed = _committed(group, held)
+        writes = _Writes()
+        for entry in committed:
+            self._apply(writes, entry)
+        await writes.flush(session, self.clock, [entry.email for entry in committed])
+        return committed
+
+    def _write_inline(
+        self, writer: SqliteWriter, connection: sqlite3.Connection, group: list[_Entry]
+    ) -> list[_Entry]:
+        """:meth:`_write` inside a :class:`SqliteWriter` transaction."""
+        held = _fence_inline(connection, self.owner, *_fenced(group))
+        committed = _committed(group, held)
+        writes = _Writes()
+        for entry in committed:
+            self._apply(writes, entry)
+        writes.flush_inline(writer, connection, self.clock, [entry.email for entry in committed])
+        return committed
 
     def _record(
         self, writes: _Writes, email: Email, event_type: str, data: dict[str, Any] | None = None
@@ -217,7 +245,7 @@ class DeliveryJournal:
             email.status = email.last_event = event_type
         email.updated_at = now
 
-    async def _apply(self, session: AsyncSession, writes: _Writes, entry: _Entry) -> None:
+    def _apply(self, writes: _Writes, entry: _Entry) -> None:
         email = entry.email
         now = self.clock.now()
         if entry.handover is not None:
@@ -233,13 +261,11 @@ class DeliveryJournal:
             email.last_error = None
             self._record(writes, email, "sent")
         else:
-            await self._apply_outcome(session, writes, email, entry.outcome)
+            self._apply_outcome(writes, email, entry.outcome)
         if email.due_at is None:
-            await self._apply_simulated(session, writes, email, entry.simulated)
+            self._apply_simulated(writes, email, entry.simulated)
 
-    async def _apply_outcome(
-        self, session: AsyncSession, writes: _Writes, email: Email, outcome: Outcome
-    ) -> None:
+    def _apply_outcome(self, writes: _Writes, email: Email, outcome: Outcome) -> None:
         clock = self.clock
         if isinstance(outcome, Accepted):
             email.last_error = None
@@ -248,7 +274,7 @@ class DeliveryJournal:
                 data["confirmed"] = False
             self._record(writes, email, "delivered", data)
             for address, reply in outcome.rejected.items():
-                await self._bounce(session, writes, email, [address], reply)
+                self._bounce(writes, email, [address], reply)
         elif isinstance(outcome, TemporaryFailure):
             delay = (
                 timedelta(0) if outcome.retry_now else self.retry_policy.delay_after(email.attempts)
@@ -267,31 +293,20 @@ class DeliveryJournal:
         elif isinstance(outcome, PermanentFailure):
             email.last_error = outcome.reason
             if outcome.bounced:
-                await self._bounce(session, writes, email, list(outcome.recipients), outcome.reason)
+                self._bounce(writes, email, list(outcome.recipients), outcome.reason)
             else:
                 self._record(writes, email, "failed", {"reason": outcome.reason})
         elif isinstance(outcome, Unconfirmed):
             # Stays ``sent``: handed over, answer lost; sending again could deliver twice.
             email.last_error = outcome.reason
 
-    async def _bounce(
-        self,
-        session: AsyncSession,
-        writes: _Writes,
-        email: Email,
-        recipients: list[str],
-        reason: str,
-    ) -> None:
+    def _bounce(self, writes: _Writes, email: Email, recipients: list[str], reason: str) -> None:
         self._record(writes, email, "bounced", {"recipients": recipients, "reason": reason})
         for address in recipients:
-            await suppress(session, self.clock, email.team_id, address, "bounced", email.id)
+            writes.suppressions.append((email.team_id, address, "bounced", email.id))
 
-    async def _apply_simulated(
-        self,
-        session: AsyncSession,
-        writes: _Writes,
-        email: Email,
-        simulated: Sequence[SimulatedRecipient],
+    def _apply_simulated(
+        self, writes: _Writes, email: Email, simulated: Sequence[SimulatedRecipient]
     ) -> None:
         for recipient in simulated:
             for event_type in recipient.events:
@@ -299,9 +314,7 @@ class DeliveryJournal:
                 self._record(writes, email, event_type, data)
                 reason = SUPPRESSING_EVENTS.get(event_type)
                 if reason is not None:
-                    await suppress(
-                        session, self.clock, email.team_id, recipient.address, reason, email.id
-                    )
+                    writes.suppressions.append((email.team_id, recipient.address, reason, email.id))
 
 
 class _Writes:
@@ -310,6 +323,8 @@ class _Writes:
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []
         self.activities: list[dict[str, Any]] = []
+        # (team, address, reason, email id): added to the suppression list, once.
+        self.suppressions: list[tuple[str, str, str, str]] = []
         self._summaries: dict[str, dict[str, Any]] = {}
 
     def summary(self, email: Email) -> dict[str, Any]:
@@ -327,15 +342,28 @@ class _Writes:
             }
         return found
 
-    async def flush(self, session: AsyncSession, emails: list[Email]) -> None:
+    async def flush(self, session: AsyncSession, clock: Clock, emails: list[Email]) -> None:
         # The emails were never added to the session: their new state goes out as one
         # UPDATE by primary key, not object by object through the unit of work.
         if self.events:
-            await session.execute(insert(EmailEvent), self.events)
+            await session.execute(insert(table_of(EmailEvent)), self.events)
         if self.activities:
-            await session.execute(insert(ActivityEvent), self.activities)
+            await session.execute(insert(table_of(ActivityEvent)), self.activities)
+        for team_id, address, reason, email_id in self.suppressions:
+            await suppress(session, clock, team_id, address, reason, email_id)
         if emails:
             await session.execute(update(Email), [_email_state(email) for email in emails])
+
+    def flush_inline(
+        self, writer: SqliteWriter, connection: sqlite3.Connection, clock: Clock,
+        emails: list[Email],
+    ) -> None:  # fmt: skip
+        """:meth:`flush` inside a :class:`SqliteWriter` transaction."""
+        writer.insert(connection, table_of(EmailEvent), self.events)
+        writer.insert(connection, table_of(ActivityEvent), self.activities)
+        suppressed = [suppression_row(clock, *added) for added in self.suppressions]
+        writer.insert(connection, table_of(Suppression), suppressed, or_ignore=True)
+        writer.update(connection, table_of(Email), [_email_state(email) for email in emails])
 
 
 def _email_state(email: Email) -> dict[str, object]:
@@ -358,6 +386,45 @@ def _finish(email: Email) -> None:
     email.due_at = None
     email.lease_owner = None
     email.lease_until = None
+
+
+def _committed(group: list[_Entry], held: set[str]) -> list[_Entry]:
+    """The entries whose lease held, with at most one handover an email: a runner whose
+    lease ran out during a slow attempt claims the email again itself, and the fence
+    (by owner and status) cannot tell its two attempts apart within one group."""
+    committed: list[_Entry] = []
+    handed_over: set[str] = set()
+    for entry in group:
+        if entry.email.id not in held:
+            continue
+        if entry.handover is not None:
+            if entry.email.id in handed_over:
+                continue
+            handed_over.add(entry.email.id)
+        committed.append(entry)
+    return committed
+
+
+def _fenced(group: list[_Entry]) -> tuple[list[str], list[str]]:
+    """The ids of the group's emails, and of those among them being handed over."""
+    ids = [entry.email.id for entry in group]
+    return ids, [entry.email.id for entry in group if entry.handover is not None]
+
+
+def _fence_inline(
+    connection: sqlite3.Connection, owner: str, ids: list[str], handovers: list[str]
+) -> set[str]:
+    """:func:`_fence` inside a :class:`SqliteWriter` transaction."""
+    sql = (
+        "UPDATE emails SET lease_owner = ?"
+        " WHERE id IN (SELECT value FROM json_each(?)) AND lease_owner = ?"
+    )
+    parameters: list[Any] = [owner, json.dumps(ids), owner]
+    if handovers:
+        pending = ", ".join("?" for _ in PENDING_STATUSES)
+        sql += f" AND (id NOT IN (SELECT value FROM json_each(?)) OR status IN ({pending}))"
+        parameters += [json.dumps(handovers), *PENDING_STATUSES]
+    return {email_id for (email_id,) in connection.execute(sql + " RETURNING id", parameters)}
 
 
 async def _fence(

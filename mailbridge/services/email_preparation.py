@@ -172,15 +172,15 @@ def _render(
 async def _sending_domain(
     session: AsyncSession, context: ServiceContext, team_id: str, name: str
 ) -> SendingDomain:
-    cached = context.sending_domains.get((team_id, name))
-    if cached is not None:
-        return cached
-    domain = await sending_domain(session, team_id, name)
-    if domain is None:
-        raise ValidationError(f"The {name} domain is not verified. Add and verify it on /domains.")
-    found = SendingDomain(domain.id, domain.name)
-    context.sending_domains.put((team_id, name), found)
-    return found
+    async def load() -> SendingDomain:
+        domain = await sending_domain(session, team_id, name)
+        if domain is None:
+            raise ValidationError(
+                f"The {name} domain is not verified. Add and verify it on /domains."
+            )
+        return SendingDomain(domain.id, domain.name)
+
+    return await context.sending_domains.get_or_load((team_id, name), load)
 
 
 async def prepare_email(

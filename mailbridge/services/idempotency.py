@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -28,6 +29,7 @@ from mailbridge.errors import (
     InvalidIdempotentRequest,
 )
 from mailbridge.storage.database import Database
+from mailbridge.storage.sqlite_writer import SqliteWriter
 from mailbridge.storage.tables import IdempotencyRecord
 
 KEEP_FOR = timedelta(hours=24)
@@ -112,6 +114,26 @@ async def complete(session: AsyncSession, reservation: Reservation, answer: Stor
             response_headers=answer.headers,
         )
     )  # fmt: skip
+
+
+def complete_inline(
+    writer: SqliteWriter,
+    connection: sqlite3.Connection,
+    reservation: Reservation,
+    answer: StoredAnswer,
+) -> None:
+    """:func:`complete` inside a :class:`SqliteWriter` transaction."""
+    connection.execute(
+        "UPDATE idempotency_records SET state = 'completed', response_status = ?,"
+        ' response_body = ?, response_headers = ? WHERE team_id = ? AND "key" = ?',
+        (
+            answer.status,
+            writer.value(IdempotencyRecord.response_body.type, answer.body),
+            writer.value(IdempotencyRecord.response_headers.type, answer.headers),
+            reservation.team_id,
+            reservation.key,
+        ),
+    )
 
 
 async def release(database: Database, reservation: Reservation) -> None:

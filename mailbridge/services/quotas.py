@@ -8,6 +8,8 @@ involved (:func:`lock_teams`) in the same transaction that stores what it charge
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -19,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.errors import DailyQuotaExceeded, MonthlyQuotaExceeded
 from mailbridge.services.plans import plan_named
+from mailbridge.storage.sqlite_writer import SqliteWriter
 from mailbridge.storage.tables import QuotaUsage, Team
 
 DAY = timedelta(hours=24)
@@ -76,10 +79,42 @@ class QuotaLedger:
             .group_by(QuotaUsage.team_id)
         )
         used = {team_id: (int(month), int(day)) for team_id, month, day in rows.all()}
+        return ledger._filled(ids, plans, used)
+
+    @classmethod
+    def load_inline(
+        cls, writer: SqliteWriter, connection: sqlite3.Connection, now: datetime,
+        team_ids: Iterable[str],
+    ) -> QuotaLedger:  # fmt: skip
+        """:meth:`load` inside a :class:`SqliteWriter` transaction (which holds the lock)."""
+        ids = sorted(set(team_ids))
+        ledger = cls(now)
+        if not ids:
+            return ledger
+        listed = json.dumps(ids)
+        plans = dict(connection.execute(
+            "SELECT id, plan FROM teams WHERE id IN (SELECT value FROM json_each(?))", (listed,)
+        ).fetchall())  # fmt: skip
+        instant = QuotaUsage.bucket_start.type
+        rows = connection.execute(
+            "SELECT team_id, coalesce(sum(count), 0),"
+            " coalesce(sum(count) FILTER (WHERE bucket_start >= ?), 0)"
+            " FROM quota_usage"
+            " WHERE team_id IN (SELECT value FROM json_each(?)) AND bucket_start >= ?"
+            " GROUP BY team_id",
+            (writer.value(instant, bucket_of(now - DAY)), listed,
+             writer.value(instant, bucket_of(now - MONTH))),
+        ).fetchall()  # fmt: skip
+        used = {team_id: (int(month), int(day)) for team_id, month, day in rows}
+        return ledger._filled(ids, plans, used)
+
+    def _filled(
+        self, ids: list[str], plans: dict[str, str], used: dict[str, tuple[int, int]]
+    ) -> QuotaLedger:
         for team_id in ids:
             month, day = used.get(team_id, (0, 0))
-            ledger.teams[team_id] = TeamUsage(plans.get(team_id, "free"), day, month)
-        return ledger
+            self.teams[team_id] = TeamUsage(plans.get(team_id, "free"), day, month)
+        return self
 
     def check(self, team_id: str, recipients: int) -> None:
         """Raise 429 unless ``recipients`` more fit the team's quota (charges nothing)."""
@@ -117,6 +152,19 @@ class QuotaLedger:
                         index_elements=["team_id", "bucket_start"],
                         set_={"count": QuotaUsage.count + statement.excluded.count},
                     )
+                )
+                usage.pending = 0
+
+    def store_inline(self, writer: SqliteWriter, connection: sqlite3.Connection) -> None:
+        """:meth:`store` inside a :class:`SqliteWriter` transaction."""
+        bucket = writer.value(QuotaUsage.bucket_start.type, bucket_of(self.now))
+        for team_id, usage in self.teams.items():
+            if usage.pending:
+                connection.execute(
+                    "INSERT INTO quota_usage (team_id, bucket_start, count) VALUES (?, ?, ?)"
+                    " ON CONFLICT (team_id, bucket_start)"
+                    " DO UPDATE SET count = count + excluded.count",
+                    (team_id, bucket, usage.pending),
                 )
                 usage.pending = 0
 

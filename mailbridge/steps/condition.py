@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, RootModel
 
-from mailbridge.engine.conditions import AnyRule, holds
+from mailbridge.engine.conditions import AnyRule, holds, reads_contact
 from mailbridge.engine.ports import References
 from mailbridge.engine.runs import Next, Outcome
 from mailbridge.steps.base import Execution, StepKind
@@ -28,5 +28,10 @@ class Condition(StepKind):
         return dict(config)
 
     async def execute(self, execution: Execution) -> Outcome:
-        met = holds(dict(execution.step.config), await execution.data())
+        rule = execution.step.config
+        if reads_contact(rule):
+            data = await execution.data()
+        else:  # the contact is not loaded for a rule on the event alone
+            data = execution.run.data(None)
+        met = holds(rule, data)
         return Next("condition_met" if met else "condition_not_met", output={"met": met})

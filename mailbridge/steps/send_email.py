@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from mailbridge.engine.conditions import resolve_value
-from mailbridge.engine.ports import OutgoingEmail, References
-from mailbridge.engine.runs import Fail, Next, Outcome
+from mailbridge.engine.ports import OutgoingEmail, References, SendRefused
+from mailbridge.engine.runs import Fail, Next, Outcome, Retry
 from mailbridge.steps.base import Execution, StepKind, problems_of
 
 
@@ -103,22 +103,34 @@ class SendEmail(StepKind):
             key: resolve_value(value, data)
             for key, value in (config.get("variables") or {}).items()
         }
-        email_id = await execution.tx.mailer.send(
-            OutgoingEmail(
-                key=f"{run.id}:{execution.step.key}",
-                team_id=run.team_id,
-                automation_id=run.automation_id,
-                run_id=run.id,
-                domain=execution.automation.domain,
-                from_address=str(config["from"]),
-                to=str(contact["email"]),
-                subject=str(config["subject"]),
-                html=config.get("html"),
-                text=config.get("text"),
-                reply_to=config.get("reply_to"),
-                template_id=config.get("template_id"),
-                variables=variables,
-                contact=contact,
-            )
-        )
+        try:
+            email_id = await execution.tx.mailer.send(self._email(execution, contact, variables))
+        except SendRefused as refusal:
+            if refusal.skip:
+                return Next(output={"reason": refusal.reason}, skipped=True)
+            if refusal.retry_at is not None:
+                return Retry(refusal.retry_at, refusal.reason)
+            return Fail(refusal.reason)
         return Next(output={"email_id": email_id})
+
+    @staticmethod
+    def _email(
+        execution: Execution, contact: dict[str, Any], variables: dict[str, Any]
+    ) -> OutgoingEmail:
+        run, config = execution.run, execution.step.config
+        return OutgoingEmail(
+            key=f"{run.id}:{execution.step.key}",
+            team_id=run.team_id,
+            automation_id=run.automation_id,
+            run_id=run.id,
+            domain=execution.automation.domain,
+            from_address=str(config["from"]),
+            to=str(contact["email"]),
+            subject=str(config["subject"]),
+            html=config.get("html"),
+            text=config.get("text"),
+            reply_to=config.get("reply_to"),
+            template_id=config.get("template_id"),
+            variables=variables,
+            contact=contact,
+        )

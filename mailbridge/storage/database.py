@@ -1,8 +1,9 @@
 """The async engine and session factory, tuned per backend.
 
 SQLite (the embedded default) runs in WAL mode with foreign keys on and a busy
-timeout, so the API and the runner of one process share it safely. PostgreSQL runs
-through asyncpg; an optional schema is put first on the search path.
+timeout, so the API and the runner of one process share it safely; the hot write
+paths go through :attr:`Database.sqlite_writer` (:mod:`mailbridge.storage.sqlite_writer`).
+PostgreSQL runs through asyncpg; an optional schema is put first on the search path.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from mailbridge.config import Settings
+from mailbridge.storage.sqlite_writer import SqliteWriter
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
@@ -63,6 +65,7 @@ class Database:
         self.schema = schema
         self.engine = create_engine(url, schema=schema)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self._sqlite_writer: SqliteWriter | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Database:
@@ -75,5 +78,19 @@ class Database:
     def session(self) -> AsyncSession:
         return self.sessions()
 
+    @property
+    def sqlite_writer(self) -> SqliteWriter | None:
+        """The inline writer of the hot write paths on a SQLite file (None otherwise)."""
+        if self._sqlite_writer is None and self.is_sqlite:
+            path = make_url(self.url).database
+            if path and path != ":memory:" and not path.startswith("file:"):
+                self._sqlite_writer = SqliteWriter(
+                    path, self.engine.dialect, busy_timeout=SQLITE_BUSY_TIMEOUT_MS / 1000
+                )
+        return self._sqlite_writer
+
     async def dispose(self) -> None:
+        if self._sqlite_writer is not None:
+            await self._sqlite_writer.close()
+            self._sqlite_writer = None
         await self.engine.dispose()

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Select, and_, or_
+from sqlalchemy import Integer, Select, and_, or_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.errors import ValidationError
@@ -56,11 +56,17 @@ class Page(Generic[T]):
     has_more: bool
 
 
-def _check_cursor_format(cursor: str) -> None:
+def _cursor_value(model: Any, cursor: str) -> object:
+    """The cursor as the id column holds it: a UUID, or a number (webhook ids)."""
+    if isinstance(model.id.type, Integer):
+        if not cursor.isdigit() or len(cursor) > 18:
+            raise ValidationError(f"Invalid cursor `{cursor}`.")
+        return int(cursor)
     try:
         uuid.UUID(cursor)
     except ValueError:
         raise ValidationError(f"Invalid cursor `{cursor}`.") from None
+    return cursor
 
 
 async def paginate(
@@ -69,11 +75,9 @@ async def paginate(
     """Run ``query`` (already scoped to its list) for one page; ``model`` has id and created_at."""
     created, ident = model.created_at, model.id
     if page.cursor is not None:
-        _check_cursor_format(page.cursor)
+        cursor = _cursor_value(model, page.cursor)
         anchor = (
-            await session.execute(
-                query.with_only_columns(created, ident).where(ident == page.cursor)
-            )
+            await session.execute(query.with_only_columns(created, ident).where(ident == cursor))
         ).first()
         if anchor is None:
             raise ValidationError(f"Invalid cursor `{page.cursor}`: no such object in this list.")

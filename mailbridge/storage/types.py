@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import secrets
 import time
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -58,4 +57,6 @@ def new_id() -> str:
     value = (_last_ms & 0xFFFF_FFFF_FFFF) << 80
     value |= 0x7 << 76 | _sequence << 64
     value |= 0b10 << 62 | secrets.randbits(62)
-    return str(uuid.UUID(int=value))
+    # str(uuid.UUID(int=value)), without building the UUID object (three per send).
+    hexed = f"{value:032x}"
+    return f"{hexed[:8]}-{hexed[8:12]}-{hexed[12:16]}-{hexed[16:20]}-{hexed[20:]}"

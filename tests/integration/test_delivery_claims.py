@@ -230,3 +230,26 @@ async def test_an_email_canceled_while_claimed_is_not_handed_over(
     assert await journal.hand_over(claimed, handover) is False
     assert handover.completed == 0
     assert (await load_email(fake_context, email.id)).status == "canceled"
+
+
+async def test_two_attempts_of_one_email_in_one_group_hand_over_once(
+    fake_context: ServiceContext, clock: FakeClock, shop: Domain
+) -> None:
+    email = await add_email(fake_context, shop)
+    copies = []
+    for _ in range(2):  # the second claim: its own lease ran out while the first was slow
+        async with fake_context.database.session() as session:
+            copies += (await delivery_queue.claim_due(session, clock.now(), "me", LEASE, 1)).emails
+            await session.commit()
+        clock.advance(LEASE + timedelta(seconds=1))
+    assert [copy.id for copy in copies] == [email.id, email.id]
+
+    journal = DeliveryJournal(
+        fake_context.database, clock, "me", lease=LEASE, retry_policy=RETRY_POLICY
+    )
+    handovers = [RecordingHandover(), RecordingHandover()]
+    decisions = [journal.submit_handover(c, h) for c, h in zip(copies, handovers, strict=True)]
+    assert sorted(await asyncio.gather(*decisions)) == [False, True]  # one commit, one group
+    assert sorted(handover.completed for handover in handovers) == [0, 1]
+    await journal.stop()
+    assert journal.commits == 1

@@ -159,7 +159,7 @@ async def test_the_runner_delivers_by_default_polling_for_due_emails(
     fake_context: ServiceContext, shop: Domain
 ) -> None:
     runner = Runner(fake_context, ticks=[])
-    assert [worker.name for worker in runner.workers] == ["delivery"]
+    assert "delivery" in [worker.name for worker in runner.workers]
     await runner.start_in_background()
     try:
         await asyncio.sleep(0.05)

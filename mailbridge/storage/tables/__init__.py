@@ -32,6 +32,7 @@ from mailbridge.storage.tables.emails import (
     Suppression,
 )
 from mailbridge.storage.tables.templates import Template, TemplateVersion
+from mailbridge.storage.tables.webhooks import Webhook, WebhookDelivery
 
 __all__ = [
     "ActivityEvent",
@@ -66,4 +67,6 @@ __all__ = [
     "Template",
     "TemplateVersion",
     "Topic",
+    "Webhook",
+    "WebhookDelivery",
 ]

@@ -94,12 +94,13 @@ class AutomationRunStep(Base):
     """One executed step of a run: what it did, when, and what came out."""
 
     __tablename__ = "automation_run_steps"
-    __table_args__ = (Index("ix_automation_run_steps_run", "run_id", "started_at", "id"),)
+    __table_args__ = (Index("ix_automation_run_steps_run", "run_id", "sequence"),)
 
     id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True, default=new_id)
     run_id: Mapped[str] = mapped_column(ForeignKey("automation_runs.id", ondelete="CASCADE"))
     step_id: Mapped[str | None] = mapped_column(IdColumnType())
     step_key: Mapped[str] = mapped_column(String(100))
+    sequence: Mapped[int] = mapped_column(Integer)  # execution order within the run
     type: Mapped[str] = mapped_column(String(32))
     status: Mapped[str] = mapped_column(String(16))  # completed failed waiting skipped
     started_at: Mapped[datetime]

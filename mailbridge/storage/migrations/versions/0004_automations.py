@@ -156,6 +156,7 @@ def upgrade() -> None:
         sa.Column("run_id", sa.String(length=36), nullable=False),
         sa.Column("step_id", sa.String(length=36), nullable=True),
         sa.Column("step_key", sa.String(length=100), nullable=False),
+        sa.Column("sequence", sa.Integer(), nullable=False),
         sa.Column("type", sa.String(length=32), nullable=False),
         sa.Column("status", sa.String(length=16), nullable=False),
         sa.Column("started_at", mailbridge.storage.types.UTCDateTime(), nullable=False),
@@ -171,9 +172,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_automation_run_steps")),
     )
     with op.batch_alter_table("automation_run_steps", schema=None) as batch_op:
-        batch_op.create_index(
-            "ix_automation_run_steps_run", ["run_id", "started_at", "id"], unique=False
-        )
+        batch_op.create_index("ix_automation_run_steps_run", ["run_id", "sequence"], unique=False)
 
     # ### end Alembic commands ###
 

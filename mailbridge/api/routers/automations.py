@@ -1,0 +1,223 @@
+"""Automations, their steps (stored vocabulary) and their runs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel
+
+from mailbridge.api.bodies import list_body, parse_body
+from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
+from mailbridge.engine.graph import Step
+from mailbridge.engine.vocabulary import stored_view
+from mailbridge.services import automation_runs, automation_steps, automations
+from mailbridge.services.automation_graphs import graph_of
+from mailbridge.services.automation_runs import run_detail_view, run_view
+from mailbridge.services.automation_steps import NewStep
+from mailbridge.services.automations import (
+    NewAutomation,
+    automation_list_item,
+    automation_view,
+)
+
+router = APIRouter(tags=["automations"])
+
+
+class AutomationFields(BaseModel):
+    """The fields of an automation body; steps and connections stay raw for the graph
+    check, which names every problem."""
+
+    name: str | None = None
+    domain: str | None = None
+    audience_id: str | None = None
+    status: str | None = None
+    trigger: str | None = None
+    trigger_config: Any = None
+    steps: Any = None
+    connections: Any = None
+
+    def changes(self) -> dict[str, Any]:
+        return {field: getattr(self, field) for field in self.model_fields_set}
+
+
+class CreateAutomation(AutomationFields):
+    name: str
+    domain: str
+    status: str = "disabled"
+
+
+class CreateStep(BaseModel):
+    type: str
+    key: str | None = None
+    config: Any = None
+    after: str | None = None
+    connection_type: str = "default"
+
+
+class UpdateStep(BaseModel):
+    key: str | None = None
+    type: str | None = None
+    config: Any = None
+
+    def changes(self) -> dict[str, Any]:
+        return {field: getattr(self, field) for field in self.model_fields_set}
+
+
+@router.post("/automations", status_code=201)
+async def create_automation(
+    principal: Writer, request: Request, session: SessionDep, context: ContextDep
+) -> dict[str, Any]:
+    body = await parse_body(request, CreateAutomation)
+    new = NewAutomation(
+        name=body.name, domain=body.domain, audience_id=body.audience_id, status=body.status,
+        trigger=body.trigger, trigger_config=body.trigger_config, steps=body.steps,
+        connections=body.connections,
+    )  # fmt: skip
+    return automation_view(
+        await automations.create_automation(session, context.clock, principal.team_id, new)
+    )
+
+
+@router.get("/automations")
+async def list_automations(principal: Reader, session: SessionDep, page: PageDep) -> dict[str, Any]:
+    result = await automations.list_automations(session, principal.team_id, page)
+    return list_body(result, automation_list_item)
+
+
+@router.get("/automations/{automation_id}")
+async def get_automation(
+    automation_id: str, principal: Reader, session: SessionDep
+) -> dict[str, Any]:
+    return automation_view(
+        await automations.get_automation(session, principal.team_id, automation_id)
+    )
+
+
+@router.patch("/automations/{automation_id}")
+async def update_automation(
+    automation_id: str,
+    principal: Writer,
+    request: Request,
+    session: SessionDep,
+    context: ContextDep,
+) -> dict[str, Any]:
+    body = await parse_body(request, AutomationFields)
+    state = await automations.update_automation(
+        session, context.clock, principal.team_id, automation_id, body.changes()
+    )
+    return automation_view(state)
+
+
+@router.delete("/automations/{automation_id}")
+async def delete_automation(
+    automation_id: str, principal: Writer, session: SessionDep
+) -> dict[str, Any]:
+    deleted = await automations.delete_automation(session, principal.team_id, automation_id)
+    return {"object": "automation", "id": deleted, "deleted": True}
+
+
+@router.post("/automations/{automation_id}/stop")
+async def stop_automation(
+    automation_id: str, principal: Writer, session: SessionDep, context: ContextDep
+) -> dict[str, Any]:
+    state = await automations.stop_automation(
+        session, context.clock, principal.team_id, automation_id
+    )
+    return automation_view(state)
+
+
+@router.post("/automations/{automation_id}/duplicate", status_code=201)
+async def duplicate_automation(
+    automation_id: str, principal: Writer, session: SessionDep, context: ContextDep
+) -> dict[str, Any]:
+    state = await automations.duplicate_automation(
+        session, context.clock, principal.team_id, automation_id
+    )
+    return automation_view(state)
+
+
+# -- steps (stored vocabulary) ------------------------------------------------------------
+
+
+def _stored(step: Step) -> dict[str, Any]:
+    return stored_view(step)
+
+
+@router.post("/automations/{automation_id}/steps", status_code=201)
+async def add_step(
+    automation_id: str,
+    principal: Writer,
+    request: Request,
+    session: SessionDep,
+    context: ContextDep,
+) -> dict[str, Any]:
+    body = await parse_body(request, CreateStep)
+    new = NewStep(body.type, body.key, body.config, body.after, body.connection_type)
+    step = await automation_steps.add_step(
+        session, context.clock, principal.team_id, automation_id, new
+    )
+    return _stored(step)
+
+
+@router.get("/automations/{automation_id}/steps/{step_id}")
+async def get_step(
+    automation_id: str, step_id: str, principal: Reader, session: SessionDep
+) -> dict[str, Any]:
+    automation = await automations.find_automation(session, principal.team_id, automation_id)
+    graph = await graph_of(session, automation)
+    return _stored(automation_steps.find_step(graph, step_id))
+
+
+@router.patch("/automations/{automation_id}/steps/{step_id}")
+async def update_step(
+    automation_id: str,
+    step_id: str,
+    principal: Writer,
+    request: Request,
+    session: SessionDep,
+    context: ContextDep,
+) -> dict[str, Any]:
+    body = await parse_body(request, UpdateStep)
+    step = await automation_steps.update_step(
+        session, context.clock, principal.team_id, automation_id, step_id, body.changes()
+    )
+    return _stored(step)
+
+
+@router.delete("/automations/{automation_id}/steps/{step_id}")
+async def delete_step(
+    automation_id: str,
+    step_id: str,
+    principal: Writer,
+    session: SessionDep,
+    context: ContextDep,
+) -> dict[str, Any]:
+    deleted = await automation_steps.delete_step(
+        session, context.clock, principal.team_id, automation_id, step_id
+    )
+    return {"object": "step", "id": deleted, "deleted": True}
+
+
+# -- runs ---------------------------------------------------------------------------------
+
+
+@router.get("/automations/{automation_id}/runs")
+async def list_runs(
+    automation_id: str,
+    principal: Reader,
+    session: SessionDep,
+    page: PageDep,
+    status: Annotated[str | None, Query()] = None,
+) -> dict[str, Any]:
+    automation = await automations.find_automation(session, principal.team_id, automation_id)
+    result = await automation_runs.list_runs(session, automation, page, status)
+    return list_body(result, run_view)
+
+
+@router.get("/automations/{automation_id}/runs/{run_id}")
+async def get_run(
+    automation_id: str, run_id: str, principal: Reader, session: SessionDep
+) -> dict[str, Any]:
+    automation = await automations.find_automation(session, principal.team_id, automation_id)
+    return run_detail_view(await automation_runs.get_run(session, automation, run_id))

@@ -1,0 +1,106 @@
+"""Webhooks (spec §4.10) and their deliveries: what was sent, how each attempt went, replay."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+
+from mailbridge.api.bodies import list_body
+from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
+from mailbridge.services import webhook_deliveries, webhooks
+from mailbridge.services.webhook_deliveries import delivery_view
+from mailbridge.services.webhooks import WebhookChanges, created_webhook_view, webhook_view
+
+router = APIRouter(tags=["webhooks"])
+
+
+class CreateWebhook(BaseModel):
+    endpoint: str = Field(min_length=1)
+    events: list[str]
+
+
+class UpdateWebhook(BaseModel):
+    endpoint: str | None = Field(default=None, min_length=1)
+    events: list[str] | None = None
+    status: Literal["enabled", "disabled"] | None = None
+
+
+@router.post("/webhooks", status_code=201)
+async def create_webhook(
+    body: CreateWebhook, principal: Writer, session: SessionDep, context: ContextDep
+) -> dict[str, Any]:
+    webhook = await webhooks.create_webhook(
+        session, context.clock, context.settings, principal.team_id, body.endpoint, body.events
+    )
+    return created_webhook_view(webhook)
+
+
+@router.get("/webhooks")
+async def list_webhooks(principal: Reader, session: SessionDep, page: PageDep) -> dict[str, Any]:
+    result = await webhooks.list_webhooks(session, principal.team_id, page)
+    return list_body(result, webhook_view)
+
+
+@router.get("/webhooks/{webhook_id}")
+async def get_webhook(webhook_id: str, principal: Reader, session: SessionDep) -> dict[str, Any]:
+    return webhook_view(await webhooks.get_webhook(session, principal.team_id, webhook_id))
+
+
+@router.patch("/webhooks/{webhook_id}")
+async def update_webhook(
+    webhook_id: str,
+    body: UpdateWebhook,
+    principal: Writer,
+    session: SessionDep,
+    context: ContextDep,
+) -> dict[str, Any]:
+    changes = WebhookChanges(endpoint=body.endpoint, events=body.events, status=body.status)
+    webhook = await webhooks.update_webhook(
+        session, context.clock, context.settings, principal.team_id, webhook_id, changes
+    )
+    return webhook_view(webhook)
+
+
+@router.delete("/webhooks/{webhook_id}")
+async def delete_webhook(webhook_id: str, principal: Writer, session: SessionDep) -> dict[str, Any]:
+    webhook = await webhooks.delete_webhook(session, principal.team_id, webhook_id)
+    return {"object": "webhook", "id": str(webhook.id), "deleted": True}
+
+
+@router.get("/webhooks/{webhook_id}/deliveries")
+async def list_deliveries(
+    webhook_id: str,
+    principal: Reader,
+    session: SessionDep,
+    page: PageDep,
+    status: Annotated[str | None, Query()] = None,
+) -> dict[str, Any]:
+    webhook = await webhooks.get_webhook(session, principal.team_id, webhook_id)
+    result = await webhook_deliveries.list_deliveries(session, webhook.id, page, status)
+    return list_body(result, delivery_view)
+
+
+@router.get("/webhooks/{webhook_id}/deliveries/{delivery_id}")
+async def get_delivery(
+    webhook_id: str, delivery_id: str, principal: Reader, session: SessionDep
+) -> dict[str, Any]:
+    webhook = await webhooks.get_webhook(session, principal.team_id, webhook_id)
+    delivery = await webhook_deliveries.get_delivery(session, webhook.id, delivery_id)
+    return delivery_view(delivery, with_payload=True)
+
+
+@router.post("/webhooks/{webhook_id}/deliveries/{delivery_id}/replay", status_code=201)
+async def replay_delivery(
+    webhook_id: str,
+    delivery_id: str,
+    principal: Writer,
+    session: SessionDep,
+    context: ContextDep,
+) -> dict[str, Any]:
+    """A new delivery of the same event (same body and event id), due now."""
+    webhook = await webhooks.get_webhook(session, principal.team_id, webhook_id)
+    replay = await webhook_deliveries.replay_delivery(session, context.clock, webhook, delivery_id)
+    context.work_added()
+    return delivery_view(replay)

@@ -1,0 +1,98 @@
+"""Outgoing HTTP to addresses customers give us: attachment URLs and webhook endpoints.
+
+- http and https only, with a host.
+- No private targets: the host is resolved and *every* address it has must be a
+  public one (not loopback, private, link-local, shared, multicast, reserved...),
+  unless ``MAILBRIDGE_WEBHOOK_ALLOW_PRIVATE`` is set.
+- The request then goes to the address that was checked (Host header and TLS SNI keep
+  the name), so a DNS answer that changes between the check and the connection cannot
+  point it elsewhere.
+
+A refusal says whether trying again later can help (``temporary``: a name that does
+not resolve now may resolve later; a private address will not become public).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from dataclasses import dataclass, field
+
+import httpx
+
+from mailbridge.errors import MailbridgeError
+
+
+class TargetRefused(MailbridgeError):
+    """The URL is not one we send to; ``temporary`` says whether a retry may help."""
+
+    def __init__(self, message: str, *, temporary: bool) -> None:
+        super().__init__(message)
+        self.temporary = temporary
+
+
+@dataclass(frozen=True)
+class PinnedTarget:
+    """Where to connect (the checked address) and what to tell the server (the name)."""
+
+    url: httpx.URL
+    headers: dict[str, str]
+    extensions: dict[str, str] = field(default_factory=dict)
+
+
+def is_public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_global and not address.is_multicast
+
+
+def parse_url(url: str, what: str = "URL") -> httpx.URL:
+    """``url`` parsed; refused (for good) unless it is http(s) with a host."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError) as exc:
+        raise TargetRefused(f"invalid {what} {url!r}", temporary=False) from exc
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise TargetRefused(f"{what}s must be http or https, not {url!r}", temporary=False)
+    return parsed
+
+
+async def resolve(host: str, port: int) -> list[str]:
+    """Every address ``host`` resolves to (``host`` itself when it is an address)."""
+    try:
+        return [str(ipaddress.ip_address(host))]
+    except ValueError:
+        pass
+    loop = asyncio.get_running_loop()
+    try:
+        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise TargetRefused(f"cannot resolve {host}: {exc}", temporary=True) from exc
+    addresses = [str(info[4][0]) for info in infos]
+    return list(dict.fromkeys(addresses))
+
+
+def check_addresses(url: httpx.URL, addresses: list[str], *, allow_private: bool) -> None:
+    """Refuse ``url`` when one of the addresses its host resolved to is not public."""
+    if allow_private:
+        return
+    for address in addresses:
+        if not is_public(ipaddress.ip_address(address.split("%", 1)[0])):
+            raise TargetRefused(
+                f"refused {url}: {url.host} resolves to the non-public address {address}",
+                temporary=False,
+            )
+
+
+async def pin(url: str, *, allow_private: bool, what: str = "URL") -> PinnedTarget:
+    """Check ``url`` and say where to connect; raises :class:`TargetRefused`."""
+    parsed = parse_url(url, what)
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    addresses = await resolve(parsed.host, port)
+    if not addresses:
+        raise TargetRefused(f"{parsed.host} has no address", temporary=True)
+    check_addresses(parsed, addresses, allow_private=allow_private)
+    host_header = parsed.host if parsed.port is None else f"{parsed.host}:{parsed.port}"
+    extensions = {"sni_hostname": parsed.host} if parsed.scheme == "https" else {}
+    return PinnedTarget(parsed.copy_with(host=addresses[0]), {"Host": host_header}, extensions)

@@ -1,0 +1,256 @@
+"""The webhook worker: claims due deliveries, POSTs them signed, records what came of it.
+
+The loop claims due deliveries in batches (``services.webhook_deliveries``) while it
+has room — at most ``settings.webhook_concurrency`` attempts in flight — and
+otherwise sleeps until the fan-out adds deliveries in this process
+(:meth:`WebhookWorker.deliveries_added`), an attempt finishing, or the
+poll interval (≤ 250 ms), after which a read-only "next due" query says whether a
+claim is worth a write.
+
+Outcomes are written in groups: attempts that finish while a group is being written
+wait for the next one, so under load one transaction records many of them, and when
+idle each is written at once. A runner killed before writing an outcome leaves the
+delivery leased; the lease runs out and it is attempted again — receivers see a
+repeat with the same ``X-Service-Event-Id``, never a loss.
+
+Stopping (``stopping`` set): no more claims; attempts in flight get ``stop_grace``
+seconds, the rest are cancelled; the outcomes are written and the leases of attempts
+that never finished are given back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import timedelta
+
+import httpx
+
+from mailbridge.mail.keepalive import KeepAliveTransport
+from mailbridge.runner.delivery import new_owner
+from mailbridge.services import webhook_deliveries
+from mailbridge.services.context import ServiceContext
+from mailbridge.services.delivery_queue import RetryPolicy
+from mailbridge.services.webhook_deliveries import RETRY_POLICY, ClaimedDelivery, Outcome
+from mailbridge.services.webhook_sender import WebhookSender
+
+logger = logging.getLogger(__name__)
+
+STOP_GRACE = 10.0  # seconds attempts in flight get to finish when the runner stops
+RECORD_RETRY_DELAY = 0.5  # seconds before writing outcomes again after a failed write
+
+
+class WebhookWorker:
+    name = "webhooks"
+
+    def __init__(
+        self,
+        context: ServiceContext,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        owner: str | None = None,
+        retry_policy: RetryPolicy = RETRY_POLICY,
+        poll_interval: float | None = None,
+        stop_grace: float = STOP_GRACE,
+        write_lock: asyncio.Lock | None = None,
+    ) -> None:
+        self.context = context
+        settings = context.settings
+        self.owner = owner or new_owner()
+        self.retry_policy = retry_policy
+        self.poll_interval = poll_interval or settings.runner_poll_interval
+        self.stop_grace = stop_grace
+        self.concurrency = settings.webhook_concurrency
+        self.batch_size = settings.webhook_batch_size
+        # The lease outlasts an attempt's timeout, so a live runner keeps its claim.
+        self.lease = timedelta(
+            seconds=max(settings.webhook_lease_seconds, settings.webhook_timeout + 2)
+        )
+        self.disable_after = timedelta(seconds=settings.webhook_disable_after)
+        self.refill = max(1, min(self.batch_size, self.concurrency // 4))
+        self._given_transport = transport
+        self._transport: httpx.AsyncBaseTransport | None = None
+        self._sender: WebhookSender | None = None
+        self._in_flight: set[asyncio.Task[None]] = set()
+        self._outcomes: list[Outcome] = []
+        self._outcomes_waiting = asyncio.Event()
+        self._recorder: asyncio.Task[None] | None = None
+        self._record_lock = asyncio.Lock()
+        # SQLite: claims and outcome writes take turns (with the dispatcher's, when it shares
+        # the lock) rather than meet in SQLite's busy handler, which sleeps.
+        self._write_lock = write_lock or asyncio.Lock()
+        self._signal = asyncio.Event()
+        self._woken = False
+        self.record_commits = 0  # transactions that wrote outcomes (benchmarks)
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    def notify(self) -> None:
+        """Something may have come due (``Runner.notify``): look now, not at the next poll."""
+        self._signal.set()
+
+    def deliveries_added(self) -> None:
+        """The fan-out committed deliveries due now: claim without looking first."""
+        self._woken = True
+        self._signal.set()
+
+    async def open(self) -> None:
+        if self._sender is not None:
+            return
+        self._transport = self._given_transport or KeepAliveTransport()
+        settings = self.context.settings
+        self._sender = WebhookSender(
+            self._transport,
+            self.context.clock,
+            timeout=settings.webhook_timeout,
+            allow_private=settings.webhook_allow_private,
+        )
+        self._recorder = asyncio.create_task(self._record_loop(), name="webhook-outcomes")
+
+    async def close(self) -> None:
+        if self._sender is None:
+            return
+        if self._in_flight:
+            _done, late = await asyncio.wait(set(self._in_flight), timeout=self.stop_grace)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.gather(*late, return_exceptions=True)
+        if self._recorder is not None:
+            self._recorder.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._recorder
+            self._recorder = None
+        try:
+            await self._write_outcomes()
+            async with self._writing(), self.context.database.session() as session:
+                await webhook_deliveries.release(session, self.owner, self.context.clock.now())
+                await session.commit()
+        except Exception:
+            logger.exception("could not record outcomes or release the leases of %s", self.owner)
+        if self._given_transport is None and self._transport is not None:
+            await self._transport.aclose()
+        self._sender = None
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        await self.open()
+        watcher = asyncio.create_task(self._wake_on(stopping))
+        try:
+            await self._loop(stopping)
+        finally:
+            watcher.cancel()
+            await self.close()
+
+    async def _wake_on(self, stopping: asyncio.Event) -> None:
+        await stopping.wait()
+        self._signal.set()
+
+    # --- claiming -------------------------------------------------------------------
+
+    async def _loop(self, stopping: asyncio.Event) -> None:
+        while not stopping.is_set():
+            self._signal.clear()
+            free = self.concurrency - len(self._in_flight)
+            try:
+                if free >= self.refill or (free > 0 and not self._in_flight):
+                    wanted = min(free, self.batch_size)
+                    # A full batch: more may be due, claim again at once.
+                    if await self._due() and await self._claim_and_start(wanted) == wanted:
+                        continue
+            except Exception:
+                logger.exception("claiming due webhook deliveries failed")
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.poll_interval):
+                    await self._signal.wait()
+
+    async def _due(self) -> bool:
+        if self._woken:
+            self._woken = False
+            return True
+        async with self.context.database.session() as session:
+            due_at = await webhook_deliveries.next_due_at(session)
+        return due_at is not None and due_at <= self.context.clock.now()
+
+    def _writing(self) -> contextlib.AbstractAsyncContextManager[object]:
+        return self._write_lock if self.context.database.is_sqlite else contextlib.nullcontext()
+
+    async def _claim_and_start(self, limit: int) -> int:
+        async with self._writing(), self.context.database.session() as session:
+            claimed = await webhook_deliveries.claim_due(
+                session, self.context.clock.now(), self.owner, self.lease, limit
+            )
+            await session.commit()
+        for delivery in claimed:
+            task = asyncio.create_task(self._attempt(delivery))
+            self._in_flight.add(task)
+            task.add_done_callback(self._finished)
+        return len(claimed)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._in_flight.discard(task)
+        self._signal.set()
+
+    async def deliver_due(self) -> int:
+        """Claim and attempt until nothing is due, outcomes written (tests, operators);
+        the number of attempts made."""
+        await self.open()
+        total = 0
+        while claimed := await self._claim_and_start(self.batch_size):
+            total += claimed
+            if self._in_flight:
+                await asyncio.gather(*set(self._in_flight), return_exceptions=True)
+            await self._write_outcomes()
+        return total
+
+    # --- attempts and their outcomes ----------------------------------------------------
+
+    async def _attempt(self, delivery: ClaimedDelivery) -> None:
+        assert self._sender is not None
+        try:
+            outcome = await self._sender.attempt(delivery)
+        except Exception:
+            # The lease runs out and the delivery is attempted again.
+            logger.exception("attempting webhook delivery %s failed", delivery.id)
+            return
+        self._outcomes.append(outcome)
+        self._outcomes_waiting.set()
+
+    async def _record_loop(self) -> None:
+        while True:
+            await self._outcomes_waiting.wait()
+            try:
+                await self._write_outcomes()
+            except Exception:
+                logger.exception("recording webhook outcomes failed; retrying")
+                await asyncio.sleep(RECORD_RETRY_DELAY)
+
+    async def _write_outcomes(self) -> None:
+        # One write at a time: a caller that finds the outcomes taken by a write in
+        # progress returns only once they are committed.
+        async with self._record_lock:
+            await self._write_waiting_outcomes()
+
+    async def _write_waiting_outcomes(self) -> None:
+        self._outcomes_waiting.clear()
+        outcomes, self._outcomes = self._outcomes, []
+        if not outcomes:
+            return
+        try:
+            async with self._writing(), self.context.database.session() as session:
+                disabled = await webhook_deliveries.record_outcomes(
+                    session,
+                    self.context.clock.now(),
+                    self.owner,
+                    outcomes,
+                    retry_policy=self.retry_policy,
+                    disable_after=self.disable_after,
+                )
+                await session.commit()
+        except BaseException:
+            self._outcomes[:0] = outcomes  # kept for the next write
+            self._outcomes_waiting.set()
+            raise
+        self.record_commits += 1
+        for hook_id in disabled:
+            logger.warning("webhook %s disabled: its endpoint kept failing", hook_id)

@@ -1,0 +1,109 @@
+"""Runner processes SIGKILLed again and again while 1,000 runs go through a 5-step
+automation with a send: after the last restart every run has completed and each
+contact received exactly one email (counted at a real SMTP listener).
+
+The runs are started before the first runner, so each killed runner dies inside
+batches of the automation worker (one transaction a batch) or of the delivery worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import random
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from mailbridge.clock import SystemClock
+from mailbridge.config import Settings
+from mailbridge.engine import Event
+from mailbridge.services.automation_backend import sql_engine
+from mailbridge.services.context import ServiceContext
+from mailbridge.storage.database import Database
+from mailbridge.storage.tables import AutomationRun, Email
+from tests.acceptance.test_delivery_crash import Target, _start, target
+from tests.integration.automation_setup import (
+    FIVE_STEP_CONNECTIONS,
+    five_steps,
+    install,
+    pro_workspace,
+)
+from tests.smtp_listener import smtp_listener
+
+pytestmark = pytest.mark.acceptance
+__all__ = ["target"]
+
+RUNS = 1_000
+KILLS = 5
+
+
+async def _seed(settings: Settings) -> None:
+    context = ServiceContext(settings, Database.from_settings(settings), SystemClock())
+    try:
+        space = await pro_workspace(context, "crash")
+        await install(
+            context, space.team_id, five_steps(space.template_id, space.segment_id),
+            FIVE_STEP_CONNECTIONS, template_id=space.template_id, segment_ids=(space.segment_id,),
+        )  # fmt: skip
+        engine = sql_engine(context)
+        for number in range(RUNS):
+            await engine.emit(Event(space.team_id, "signed_up", email=f"member{number}@mail.net"))
+    finally:
+        await context.database.dispose()
+
+
+async def _progress(settings: Settings) -> tuple[dict[str, int], dict[str, int]]:
+    database = Database.from_settings(settings)
+    try:
+        async with database.session() as session:
+            runs = await session.execute(
+                select(AutomationRun.status, func.count()).group_by(AutomationRun.status)
+            )
+            emails = await session.execute(
+                select(Email.status, func.count()).group_by(Email.status)
+            )
+            return dict(runs.tuples().all()), dict(emails.tuples().all())
+    finally:
+        await database.dispose()
+
+
+def test_killed_runners_complete_every_run_and_send_each_email_once(
+    target: Target, tmp_path: Path
+) -> None:
+    asyncio.run(_seed(target.settings))
+    rng = random.Random()
+    log = tmp_path / "runner.log"
+    with smtp_listener() as listener:
+        for _ in range(KILLS):
+            runner = _start(target, listener, log)
+            try:
+                time.sleep(rng.uniform(0.8, 2.0))  # startup, then a random instant of work
+            finally:
+                runner.send_signal(signal.SIGKILL)
+                runner.wait(10)
+        runs, _ = asyncio.run(_progress(target.settings))
+        assert runs.get("completed", 0) < RUNS, "every run finished before the last kill"
+
+        runner = _start(target, listener, log)
+        try:
+            deadline = time.monotonic() + 180
+            while asyncio.run(_progress(target.settings)) != (
+                {"completed": RUNS},
+                {"delivered": RUNS},
+            ):
+                assert runner.poll() is None, log.read_text()[-3000:]
+                assert time.monotonic() < deadline, asyncio.run(_progress(target.settings))
+                time.sleep(0.25)
+        finally:
+            runner.send_signal(signal.SIGTERM)
+            assert runner.wait(30) == 0
+        received = collections.Counter(
+            recipient for message in listener.messages() for recipient in message.rcpt_tos
+        )
+
+    assert received == {f"member{number}@mail.net": 1 for number in range(RUNS)}
+    assert "Traceback" not in log.read_text()

@@ -1,0 +1,132 @@
+"""The send path's shortcuts give the answers of the long way round: shared cache loads,
+the redaction pre-check, in-memory rate windows and the SQLite row encoder."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from limits import parse
+from sqlalchemy.dialects import sqlite
+
+from mailbridge.api.rate_limit import LocalWindows
+from mailbridge.services.cache import TTLCache
+from mailbridge.services.request_logs import _redact, redact_body
+from mailbridge.storage.queries import table_of
+from mailbridge.storage.sqlite_writer import RowEncoder
+from mailbridge.storage.tables import Email
+
+
+async def test_concurrent_misses_share_one_load() -> None:
+    cache: TTLCache[str, int] = TTLCache(ttl=60)
+    loads = 0
+    release = asyncio.Event()
+
+    async def load() -> int:
+        nonlocal loads
+        loads += 1
+        await release.wait()
+        return 42
+
+    waiting = [asyncio.create_task(cache.get_or_load("k", load)) for _ in range(20)]
+    await asyncio.sleep(0)
+    release.set()
+    assert await asyncio.gather(*waiting) == [42] * 20
+    assert loads == 1
+    assert await cache.get_or_load("k", load) == 42 and loads == 1
+
+
+async def test_a_failed_load_is_not_shared() -> None:
+    cache: TTLCache[str, int] = TTLCache(ttl=60)
+    release = asyncio.Event()
+    errors: list[ValueError] = []
+
+    async def load() -> int:
+        await release.wait()
+        errors.append(ValueError("no such key"))
+        raise errors[-1]
+
+    waiting = [asyncio.create_task(cache.get_or_load("k", load)) for _ in range(3)]
+    await asyncio.sleep(0)
+    release.set()
+    outcomes = await asyncio.gather(*waiting, return_exceptions=True)
+    assert len(errors) == 3  # each caller looked up for itself ...
+    assert sorted(map(id, outcomes)) == sorted(map(id, errors))  # ... and got its own error
+    assert cache.get("k") is None
+
+
+KEYS = st.sampled_from(
+    ["to", "from", "subject", "html", "token", "Api_Key", "signing_secret", "content",
+     "cont\\u0065nt", "\u017fecret", "name", "value", "AUTHORIZATION"]
+)  # fmt: skip
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=300),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(KEYS | st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=25,
+)
+
+
+@given(JSON_VALUES, st.booleans())
+def test_the_redaction_shortcut_stores_what_the_full_walk_stores(
+    value: Any, ascii_only: bool
+) -> None:
+    raw = json.dumps(value, ensure_ascii=ascii_only).encode()
+    walked = json.dumps(_redact(json.loads(raw)), separators=(",", ":"))
+    too_large = json.dumps({"omitted": "body too large to log"})
+    assert redact_body(raw) == (walked if len(walked) <= 16 * 1024 else too_large)
+
+
+def test_escaped_and_folded_secret_keys_are_still_redacted() -> None:
+    for raw in (b'{"\\u0074oken": "mb_1"}', '{"\u017fecret": "mb_1"}'.encode()):
+        assert "mb_1" not in (redact_body(raw) or "")
+
+
+def test_local_windows_count_like_a_fixed_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [1_000.0]
+    monkeypatch.setattr("mailbridge.api.rate_limit.time.time", lambda: now[0])
+    windows = LocalWindows(parse("3/minute"))
+    assert [windows.hit("1.2.3.4")[:2] for _ in range(4)] == [
+        (True, 2), (True, 1), (True, 0), (False, 0),
+    ]  # fmt: skip
+    assert windows.hit("5.6.7.8")[:2] == (True, 2)  # per client
+    assert windows.hit("1.2.3.4")[2] == 1_060.0  # closes a period after the first hit
+    now[0] = 1_060.0
+    assert windows.hit("1.2.3.4") == (True, 2, 1_120.0)
+
+
+def test_the_row_encoder_encodes_as_the_column_types_do() -> None:
+    dialect = sqlite.dialect()
+    table = table_of(Email)
+    now = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+    blank: dict[str, Any] = {column.key: None for column in table.columns}
+    rows: list[dict[str, Any]] = [
+        blank
+        | {"id": "a", "to": ["x@y.io"], "cc": [], "headers": {}, "tags": [{"name": "k"}],
+           "marketing": True, "created_at": now, "updated_at": now,
+           "due_at": now + timedelta(microseconds=5)},
+        blank
+        | {"id": "b", "to": [], "cc": ["z@y.io"], "headers": {"X-A": "1"}, "tags": [],
+           "marketing": False, "created_at": now, "due_at": None,
+           "updated_at": now.astimezone(timezone(timedelta(hours=2)))},
+    ]  # fmt: skip
+    encoder = RowEncoder(table, dialect, list(rows[0]))
+    expected = []
+    for row in rows:
+        values = []
+        for key in encoder.keys:
+            processor = table.columns[key].type.dialect_impl(dialect).bind_processor(dialect)
+            values.append(processor(row[key]) if processor else row[key])
+        expected.append(tuple(values))
+    assert encoder.encode(rows) == expected
+    assert expected[0][encoder.keys.index("created_at")] == "2026-11-02 09:00:00.000000"
+    assert expected[1][encoder.keys.index("updated_at")] == "2026-11-02 09:00:00.000000"
+    with pytest.raises(ValueError, match="naive"):
+        encoder.encode([rows[0] | {"created_at": now.replace(tzinfo=None)}])

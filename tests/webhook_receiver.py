@@ -1,0 +1,122 @@
+"""A real HTTP receiver on loopback for webhook tests: records every POST as received and
+answers from a script of statuses, and checks signatures with its own HMAC-SHA256 —
+written from spec §6.2 with ``hmac`` and ``hashlib``, independent of mailbridge's code."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Received:
+    path: str
+    headers: dict[str, str]  # lower-case names
+    body: bytes
+
+    @property
+    def event_id(self) -> str:
+        return self.headers["x-service-event-id"]
+
+    @property
+    def timestamp(self) -> str:
+        return self.headers["x-service-timestamp"]
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        parsed: dict[str, Any] = json.loads(self.body)
+        return parsed
+
+    def signed_with(self, secret: str) -> bool:
+        """Spec §6.2: hex HMAC-SHA256 of ``<timestamp>.<raw body>`` keyed with the secret."""
+        expected = hmac.new(
+            secret.encode(), self.timestamp.encode() + b"." + self.body, hashlib.sha256
+        ).hexdigest()
+        return hmac.compare_digest(expected, self.headers["x-service-signature"])
+
+
+class Receiver:
+    def __init__(self) -> None:
+        self.received: list[Received] = []
+        self.script: list[int] = []  # statuses to answer first, in order; then `status`
+        self.status = 200
+        self.delay = 0.0  # seconds before answering
+        self.lock = threading.Lock()
+        self.port = 0
+
+    def url(self, path: str = "/hook") -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def answer(self, *statuses: int) -> None:
+        with self.lock:
+            self.script.extend(statuses)
+
+    def requests(self) -> list[Received]:
+        with self.lock:
+            return list(self.received)
+
+    def event_ids(self) -> list[str]:
+        return [request.event_id for request in self.requests()]
+
+    def wait_for(self, count: int, timeout: float = 30.0) -> list[Received]:
+        deadline = time.monotonic() + timeout
+        while len(self.requests()) < count:
+            assert time.monotonic() < deadline, f"only {len(self.requests())} of {count} arrived"
+            time.sleep(0.01)
+        return self.requests()
+
+    def _next_status(self) -> int:
+        with self.lock:
+            return self.script.pop(0) if self.script else self.status
+
+
+def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as real receivers do
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            body = self.rfile.read(length)
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            if receiver.delay:
+                time.sleep(receiver.delay)
+            status = receiver._next_status()
+            with receiver.lock:
+                receiver.received.append(Received(self.path, headers, body))
+            answer = b"ok" if 200 <= status < 300 else b"not now"
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the sender gave up waiting
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    return Handler
+
+
+@contextmanager
+def webhook_receiver() -> Iterator[Receiver]:
+    receiver = Receiver()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(receiver))
+    server.daemon_threads = True
+    receiver.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield receiver
+    finally:
+        server.shutdown()
+        server.server_close()
