@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from contextlib import suppress
 
 from mailbridge.engine.engine import Progress
@@ -17,6 +18,8 @@ from mailbridge.services.automation_backend import sql_engine
 from mailbridge.services.context import ServiceContext
 
 logger = logging.getLogger(__name__)
+
+BURST = 1.0  # seconds of batches in a row before the other writers get a turn
 
 
 class AutomationWorker:
@@ -45,11 +48,7 @@ class AutomationWorker:
         while not stopping.is_set():
             self._wake.clear()
             try:
-                if self._sqlite:  # one writer at a time in this process, without busy waits
-                    async with self._write_lock:
-                        done = await self.engine.run_due(self.batch)
-                else:
-                    done = await self.engine.run_due(self.batch)
+                done = await self._advance(stopping)
             except Exception:
                 logger.exception("advancing automation runs failed; retrying shortly")
                 done = Progress()
@@ -57,6 +56,23 @@ class AutomationWorker:
             if done.runs >= self.batch:
                 continue  # more is due: no sleep
             await self._sleep(stopping)
+
+    async def _advance(self, stopping: asyncio.Event) -> Progress:
+        """One batch, or on SQLite a burst of batches while a backlog lasts (at most
+        ``BURST`` seconds): runs falling due together are woken before the other writers
+        of this process (dispatch, webhooks) take their turn at the write lock."""
+        if not self._sqlite:
+            return await self.engine.run_due(self.batch)
+        done = Progress()
+        async with self._write_lock:
+            started = time.monotonic()
+            while True:
+                batch = await self.engine.run_due(self.batch)
+                done += batch
+                if batch.runs < self.batch or stopping.is_set():
+                    return done
+                if time.monotonic() - started > BURST:
+                    return done
 
     async def _sleep(self, stopping: asyncio.Event) -> None:
         timeout = self.poll
