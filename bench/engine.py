@@ -187,13 +187,18 @@ async def parked(directory: Path, count: int, due_count: int) -> None:
         seen: dict[str, float] = {}
         peak = idle_rss
         database = sqlite3.connect(path)
+        # The due runs still running, through the runner's own partial index: watching must
+        # not scan a million rows every 20 ms on the cores the runner needs.
+        pending_sql = "SELECT id FROM automation_runs WHERE status = 'running' AND due_at <= ?"
+        stamp = (_stamp(due_at),)
+        pending = {run_id for (run_id,) in database.execute(pending_sql, stamp)}
         deadline = time.monotonic() + 120
-        while len(seen) < due_count and time.monotonic() < deadline:
+        while pending and time.monotonic() < deadline:
+            still = {run_id for (run_id,) in database.execute(pending_sql, stamp)}
             now = time.time()
-            for (run_id,) in database.execute(
-                "SELECT id FROM automation_runs WHERE status = 'completed'"
-            ):
-                seen.setdefault(run_id, now)
+            for run_id in pending - still:
+                seen[run_id] = now
+            pending = still
             peak = max(peak, _rss_mb(runner.pid))
             time.sleep(0.02)
         database.close()
