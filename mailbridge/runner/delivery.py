@@ -109,6 +109,7 @@ class DeliveryWorker:
         self._builder: MessageBuilder | None = None
         self._write_lock = asyncio.Lock()  # SQLite: claims and journal commits take turns
         self._in_flight: set[asyncio.Task[None]] = set()
+        self._busy: dict[asyncio.Task[None], str] = {}  # email id of each delivery in flight
         self._signal = asyncio.Event()
         self._woken = False
 
@@ -243,7 +244,12 @@ class DeliveryWorker:
     async def _claim_and_start(self, limit: int) -> int:
         async with self._writing(), self.context.database.session() as session:
             batch = await delivery_queue.claim_due(
-                session, self.context.clock.now(), self.owner, self.lease, limit
+                session,
+                self.context.clock.now(),
+                self.owner,
+                self.lease,
+                limit,
+                busy=set(self._busy.values()),
             )
             await session.commit()
         self._start(batch)
@@ -257,7 +263,7 @@ class DeliveryWorker:
                 return 0
         async with self._writing(), self.context.database.session() as session:
             batch = await delivery_queue.claim_unsettled(
-                session, now, self.owner, self.lease, limit
+                session, now, self.owner, self.lease, limit, busy=set(self._busy.values())
             )
             await session.commit()
         self._start(batch)
@@ -273,10 +279,12 @@ class DeliveryWorker:
                 delivery = self._attempt(email, domain, batch.attachments.get(email.id, []))
             task = asyncio.create_task(self._guarded(email, delivery))
             self._in_flight.add(task)
+            self._busy[task] = email.id
             task.add_done_callback(self._finished)
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._in_flight.discard(task)
+        self._busy.pop(task, None)
         self._signal.set()
 
     async def deliver_due(self) -> int:

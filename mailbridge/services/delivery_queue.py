@@ -16,7 +16,7 @@ name, see ``mail.providers.base``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -84,9 +84,15 @@ async def claim_due(
     owner: str,
     lease: timedelta,
     limit: int,
+    busy: Collection[str] = (),
 ) -> ClaimedBatch:
-    """Lease up to ``limit`` due emails to ``owner`` (the caller commits)."""
+    """Lease up to ``limit`` due emails to ``owner`` (the caller commits).
+
+    ``busy``: emails the caller is still delivering, never taken again even when their
+    lease ran out meanwhile (a slow attempt must not race a second one of its own)."""
     due = select(Email.id).where(*_claimable(now)).order_by(Email.due_at).limit(limit)
+    if busy:
+        due = due.where(Email.id.not_in(list(busy)))
     if _is_postgres(session):
         due = due.with_for_update(skip_locked=True)
     statement = (
@@ -106,9 +112,15 @@ async def claim_unsettled(
     owner: str,
     lease: timedelta,
     limit: int,
+    busy: Collection[str] = (),
 ) -> ClaimedBatch:
-    """Lease up to ``limit`` unsettled handovers to ``owner`` (the caller commits)."""
+    """Lease up to ``limit`` unsettled handovers to ``owner`` (the caller commits).
+
+    ``busy``: emails the caller is still delivering, never taken again even when their
+    lease ran out meanwhile (a slow attempt must not race a second one of its own)."""
     due = select(Email.id).where(*_unsettled(now)).order_by(Email.due_at).limit(limit)
+    if busy:
+        due = due.where(Email.id.not_in(list(busy)))
     if _is_postgres(session):
         due = due.with_for_update(skip_locked=True)
     # First take the rows without renaming the owner, to learn who made each handover;

@@ -253,3 +253,15 @@ async def test_two_attempts_of_one_email_in_one_group_hand_over_once(
     assert sorted(handover.completed for handover in handovers) == [0, 1]
     await journal.stop()
     assert journal.commits == 1
+
+
+async def test_a_runner_never_reclaims_an_email_it_is_still_delivering(
+    fake_context: ServiceContext, clock: FakeClock, shop: Domain
+) -> None:
+    emails = {(await add_email(fake_context, shop)).id for _ in range(2)}
+    [slow] = await claim(fake_context, "me", 1)
+    clock.advance(LEASE + timedelta(seconds=1))  # the slow attempt outlives its lease
+    async with fake_context.database.session() as session:
+        batch = await delivery_queue.claim_due(session, clock.now(), "me", LEASE, 10, busy={slow})
+        await session.commit()
+    assert [email.id for email in batch.emails] == sorted(emails - {slow})
