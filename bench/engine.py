@@ -10,9 +10,9 @@
    the same instant a few seconds ahead (trigger, delay, then a condition on the
    event, so waking is the run's last write). A real ``mailbridge runner`` process is
    started; its RSS is read from /proc while idle and while waking them (target
-   <= 256 MB), and the wake-up lag of each due run — from its due time to the moment
-   this process saw it completed, polling every 20 ms — is reported as p50/p99
-   (target p99 <= 1 s).
+   <= 256 MB), and the wake-up lag — from the due time to the moment this process
+   saw half (p50) and 99 % (p99) of the due runs completed, counting every 10 ms —
+   is reported (target p99 <= 1 s).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import os
 import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -184,33 +183,39 @@ async def parked(directory: Path, count: int, due_count: int) -> None:
     try:
         time.sleep(max(0.0, (due_at - datetime.now(UTC)).total_seconds() - 2))
         idle_rss = _rss_mb(runner.pid)
-        seen: dict[str, float] = {}
         peak = idle_rss
         database = sqlite3.connect(path)
-        # The due runs still running, through the runner's own partial index: watching must
-        # not scan a million rows every 20 ms on the cores the runner needs.
-        pending_sql = "SELECT id FROM automation_runs WHERE status = 'running' AND due_at <= ?"
+        # How many due runs are still running, counted on the runner's own partial index
+        # every 10 ms (cheaper than fetching and diffing their ids: the watcher must not
+        # take the core the runner's SQLite thread needs). Lag quantiles come from this.
+        pending_sql = (
+            "SELECT count(*) FROM automation_runs WHERE status = 'running' AND due_at <= ?"
+        )
         stamp = (_stamp(due_at),)
-        pending = {run_id for (run_id,) in database.execute(pending_sql, stamp)}
+        curve: list[tuple[float, int]] = []
+        pending = due_count
         deadline = time.monotonic() + 120
         while pending and time.monotonic() < deadline:
-            still = {run_id for (run_id,) in database.execute(pending_sql, stamp)}
-            now = time.time()
-            for run_id in pending - still:
-                seen[run_id] = now
-            pending = still
+            (pending,) = database.execute(pending_sql, stamp).fetchone()
+            curve.append((time.time(), pending))
             peak = max(peak, _rss_mb(runner.pid))
-            time.sleep(0.02)
+            time.sleep(0.01)
         database.close()
     finally:
         runner.send_signal(15)
         runner.wait(30)
     due_epoch = due_at.timestamp()
-    lags = sorted(max(0.0, at - due_epoch) for at in seen.values())
-    p99 = lags[int(len(lags) * 0.99) - 1] if lags else float("nan")
+
+    def lag(share: float) -> float:
+        """Seconds from the due time until all but ``1 - share`` of the runs completed."""
+        left = due_count * (1 - share)
+        at = next((when for when, pending in curve if pending <= left), float("nan"))
+        return max(0.0, at - due_epoch)
+
+    woken = due_count - (curve[-1][1] if curve else due_count)
     print(f"  runner RSS: {idle_rss:.0f} MB idle, {peak:.0f} MB peak while waking (target <= 256)")
-    print(f"  woken:      {len(seen):,} of {due_count:,} due at once")
-    print(f"  lag:        p50 {statistics.median(lags):.3f} s, p99 {p99:.3f} s (target p99 <= 1 s)")
+    print(f"  woken:      {woken:,} of {due_count:,} due at once")
+    print(f"  lag:        p50 {lag(0.5):.3f} s, p99 {lag(0.99):.3f} s (target p99 <= 1 s)")
 
 
 def main() -> None:

@@ -16,10 +16,10 @@ from functools import lru_cache
 from typing import Annotated, Any, Literal, Self
 
 from jsonlogic import JSONLogicExpression, Operator
-from jsonlogic.evaluation import EvaluationContext, get_value
-from jsonlogic.evaluation import evaluate as evaluate_operator
+from jsonlogic.evaluation import EvaluationContext, EvaluationSettings, get_value
 from jsonlogic.operators import operator_registry
-from jsonlogic.resolving import DotReferenceParser
+from jsonlogic.resolving import DotReferenceParser, ParsedReference
+from jsonlogic.utils import DataStack
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 OPERATORS = (
@@ -208,7 +208,25 @@ REGISTRY = operator_registry.copy(
     },
     force=True,
 )  # fmt: skip
-_SETTINGS: Any = {"reference_parser": DotReferenceParser()}
+
+
+class _CachedDotReferences(DotReferenceParser):
+    """The dot notation, each reference parsed once: a graph's rules read the same few."""
+
+    @lru_cache(maxsize=4096)  # noqa: B019 - one instance, alive as long as the module
+    def __call__(self, reference: str) -> tuple[ParsedReference, int]:
+        return super().__call__(reference)
+
+
+_SETTINGS = EvaluationSettings(reference_parser=_CachedDotReferences())
+
+
+class _Context(EvaluationContext):
+    """An evaluation context on shared settings (the library builds them per call)."""
+
+    def __init__(self, root_data: Any) -> None:
+        self.data_stack = DataStack((root_data, None))
+        self.settings = _SETTINGS
 
 
 @lru_cache(maxsize=4096)
@@ -240,7 +258,7 @@ def holds(rule: object, data: dict[str, Any]) -> bool:
     """Whether ``rule`` (a rule in its JSON form) holds for ``{"event": ..., "contact": ...}``."""
     operator = _operator(rule)
     try:
-        return bool(evaluate_operator(operator, _absent_safe(data), None, _SETTINGS))
+        return bool(operator.evaluate(_Context(_absent_safe(data))))
     except (KeyError, IndexError, TypeError, AttributeError):  # a path through a non-object
         return False
 

@@ -2,8 +2,8 @@
 
 Claims hold their runs for the whole transaction: ``FOR UPDATE SKIP LOCKED`` on
 PostgreSQL (two runners take disjoint batches; a crashed runner's locks vanish with
-its connection), and on SQLite the claim is an UPDATE, so the transaction holds the
-single write lock from its first statement. Because a batch's state changes, step
+its connection), and on SQLite the transaction starts with a write, so it holds the
+single write lock before it reads the batch. Because a batch's state changes, step
 records, emails and contact changes commit together, a run killed at any instant
 repeats nothing anyone can see.
 
@@ -17,10 +17,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
-from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.engine.engine import Engine
@@ -49,6 +48,10 @@ _RUN_COLUMNS = (
     "status", "step_key", "phase", "due_at", "waiting_event", "context", "error",
     "updated_at", "completed_at",
 )  # fmt: skip
+
+
+_STATUSES = {status.value: status for status in RunStatus}
+_PHASES = {phase.value: phase for phase in Phase}
 
 
 def _is_postgres(session: AsyncSession) -> bool:
@@ -137,7 +140,10 @@ class SQLRuns:
         self._allowance: dict[str, int | None] = {}  # runs a team may still start
 
     def _claimed(self, rows: Sequence[Any]) -> list[Run]:
-        runs = sorted((run_of(row) for row in rows), key=lambda run: (run.due_at, run.id))
+        return self._hold([run_of(row) for row in rows])
+
+    def _hold(self, runs: list[Run]) -> list[Run]:
+        runs.sort(key=lambda run: (run.due_at, run.id))
         for run in runs:
             self._was_active[run.id] = run.active
         self._on_claim([run.contact_id for run in runs if run.contact_id])
@@ -158,18 +164,21 @@ class SQLRuns:
             )
             # Core rows, not ORM objects: a batch is read once, written with bulk statements.
             return self._claimed(result.all())
-        # SQLite: an UPDATE first, so the transaction holds the write lock from here on; raw
-        # SQL because reading a batch through SQLAlchemy cost as much as advancing it.
+        # SQLite: a write first (one that changes nothing), so the transaction holds the
+        # database's single write lock from here on; then the batch is read with raw SQL,
+        # because reading it through SQLAlchemy cost as much as advancing it.
+        await self.session.execute(text("UPDATE automation_runs SET id = id WHERE 0"))
         columns = ", ".join(column.name for column in table.c)
-        stamp = bulk.sqlite_stamp(now)
         rows = await bulk.sqlite_rows(
             self.session, table,
-            f"UPDATE automation_runs SET updated_at = ? WHERE id IN (SELECT id FROM"
-            f" automation_runs WHERE status = 'running' AND due_at <= ? ORDER BY due_at"
-            f" LIMIT ?) RETURNING {columns}",
-            (stamp, stamp, limit),
+            f"SELECT {columns} FROM automation_runs WHERE status = 'running' AND due_at <= ?"
+            " ORDER BY due_at LIMIT ?",
+            (bulk.sqlite_stamp(now), limit),
         )  # fmt: skip
-        return self._claimed([SimpleNamespace(**row) for row in rows])
+        for row in rows:  # the columns are the run's fields
+            row["status"], row["phase"] = _STATUSES[row["status"]], _PHASES[row["phase"]]
+            row["context"] = row["context"] or {}
+        return self._hold([Run(**row) for row in rows])
 
     async def get(self, run_id: str) -> Run | None:
         query = select(AutomationRun).where(AutomationRun.id == run_id)
@@ -284,7 +293,7 @@ class SQLRuns:
         )
         await bulk.upsert_rows(
             session, table_of(AutomationRunStep), list(self._records.values()),
-            ("status", "completed_at", "output", "error"),
+            ("status", "completed_at", "output", "error"), key=("run_id", "step_key"),
         )  # fmt: skip
         await bulk.insert_rows(session, table_of(ActivityEvent), self._activity)
         self._new, self._changed, self._records, self._activity = {}, {}, {}, []

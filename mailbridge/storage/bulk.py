@@ -113,9 +113,14 @@ async def update_rows(
 
 
 async def upsert_rows(
-    session: AsyncSession, table: Table, rows: Sequence[dict[str, Any]], columns: Sequence[str]
+    session: AsyncSession,
+    table: Table,
+    rows: Sequence[dict[str, Any]],
+    columns: Sequence[str],
+    *,
+    key: Sequence[str] = ("id",),
 ) -> None:
-    """Insert each row, or set ``columns`` of the one with the same ``id``."""
+    """Insert each row, or set ``columns`` of the one with the same ``key`` columns."""
     if not rows:
         return
     names = list(rows[0])
@@ -124,14 +129,15 @@ async def upsert_rows(
         updates = ", ".join(f"{c} = excluded.{c}" for c in columns)
         sql = (
             f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({placeholders})"
-            f" ON CONFLICT (id) DO UPDATE SET {updates}"
+            f" ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
         )
         connection = await session.connection()
         await connection.exec_driver_sql(sql, _tuples(table, names, rows))
         return
     statement = pg_insert(table)
     statement = statement.on_conflict_do_update(
-        index_elements=[table.c.id], set_={c: statement.excluded[c] for c in columns}
+        index_elements=[table.c[name] for name in key],
+        set_={c: statement.excluded[c] for c in columns},
     )
     await session.execute(statement, list(rows))
 

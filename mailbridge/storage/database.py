@@ -3,11 +3,14 @@
 SQLite (the embedded default) runs in WAL mode with foreign keys on and a busy
 timeout, so the API and the runner of one process share it safely; the hot write
 paths go through :attr:`Database.sqlite_writer` (:mod:`mailbridge.storage.sqlite_writer`).
+On a SQLite file no commit checkpoints: the database's :class:`WalCheckpointer` does,
+on a thread of its own (:mod:`mailbridge.storage.checkpoints`).
 PostgreSQL runs through asyncpg; an optional schema is put first on the search path.
 """
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,7 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from mailbridge.config import Settings
+from mailbridge.storage.checkpoints import WalCheckpointer
 from mailbridge.storage.sqlite_writer import SqliteWriter
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
@@ -35,7 +39,28 @@ def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def create_engine(url: str, *, schema: str | None = None, echo: bool = False) -> AsyncEngine:
+def _without_checkpoints(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.cursor().execute("PRAGMA wal_autocheckpoint=0")
+
+
+def sqlite_file(url: str) -> str | None:
+    """The path of the SQLite file ``url`` names (None: not SQLite, or in memory)."""
+    parsed = make_url(url)
+    path = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not path or path == ":memory:":
+        return None
+    return None if path.startswith("file:") else path
+
+
+def create_engine(
+    url: str,
+    *,
+    schema: str | None = None,
+    echo: bool = False,
+    checkpointer: WalCheckpointer | None = None,
+) -> AsyncEngine:
+    """The engine of ``url``; on SQLite with a ``checkpointer``, its connections leave
+    checkpoints to it (told of every commit)."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database
@@ -43,6 +68,9 @@ def create_engine(url: str, *, schema: str | None = None, echo: bool = False) ->
             Path(database).parent.mkdir(parents=True, exist_ok=True)
         engine = create_async_engine(url, echo=echo)
         event.listen(engine.sync_engine, "connect", _on_sqlite_connect)
+        if checkpointer is not None:
+            event.listen(engine.sync_engine, "connect", _without_checkpoints)
+            event.listen(engine.sync_engine, "commit", lambda _conn: checkpointer.written())
         return engine
     connect_args: dict[str, Any] = {}
     if schema:
@@ -63,7 +91,9 @@ class Database:
     def __init__(self, url: str, *, schema: str | None = None) -> None:
         self.url = url
         self.schema = schema
-        self.engine = create_engine(url, schema=schema)
+        path = sqlite_file(url)
+        self.checkpointer = WalCheckpointer(path) if path is not None else None
+        self.engine = create_engine(url, schema=schema, checkpointer=self.checkpointer)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         self._sqlite_writer: SqliteWriter | None = None
 
@@ -81,16 +111,16 @@ class Database:
     @property
     def sqlite_writer(self) -> SqliteWriter | None:
         """The inline writer of the hot write paths on a SQLite file (None otherwise)."""
-        if self._sqlite_writer is None and self.is_sqlite:
-            path = make_url(self.url).database
-            if path and path != ":memory:" and not path.startswith("file:"):
-                self._sqlite_writer = SqliteWriter(
-                    path, self.engine.dialect, busy_timeout=SQLITE_BUSY_TIMEOUT_MS / 1000
-                )
+        if self._sqlite_writer is None and self.checkpointer is not None:
+            self._sqlite_writer = SqliteWriter(
+                self.checkpointer, self.engine.dialect, busy_timeout=SQLITE_BUSY_TIMEOUT_MS / 1000
+            )
         return self._sqlite_writer
 
     async def dispose(self) -> None:
         if self._sqlite_writer is not None:
-            await self._sqlite_writer.close()
+            self._sqlite_writer.close()
             self._sqlite_writer = None
         await self.engine.dispose()
+        if self.checkpointer is not None:
+            await asyncio.to_thread(self.checkpointer.close)

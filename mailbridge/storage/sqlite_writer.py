@@ -12,9 +12,9 @@ at checkpoints), so running them inline costs less than a single hop would:
   transaction that finds the database locked by another connection (the runner,
   another process) retries after an ``asyncio.sleep``, backing off, up to the same
   10 seconds the engine's connections wait.
-- Checkpoints, the only writes that sync, are moved off the loop: this connection does
-  not checkpoint when it commits; after writes, at most once a second, a passive
-  checkpoint runs on a worker thread with a connection of its own.
+- Checkpoints, the only writes that sync, are moved off the loop: like every connection
+  of the database, this one does not checkpoint when it commits; it tells the
+  database's :class:`~mailbridge.storage.checkpoints.WalCheckpointer`, whose thread does.
 
 Rows are encoded by their columns' own SQLAlchemy bind processors (:class:`RowEncoder`),
 so what is stored here reads back exactly like rows written through SQLAlchemy.
@@ -33,9 +33,10 @@ from typing import Any, TypeVar
 from sqlalchemy import JSON, Column, Dialect, Table
 from sqlalchemy.types import TypeEngine
 
+from mailbridge.storage.checkpoints import WalCheckpointer
+
 T = TypeVar("T")
 
-CHECKPOINT_EVERY = 1.0  # seconds, at most, while writes keep coming
 FIRST_RETRY = 0.001
 LAST_RETRY = 0.05
 
@@ -53,14 +54,6 @@ def _connect(path: str) -> sqlite3.Connection:
     return connection
 
 
-def _checkpoint(path: str) -> None:
-    connection = sqlite3.connect(path, isolation_level=None)
-    try:
-        connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
-    finally:
-        connection.close()
-
-
 def _is_busy(error: sqlite3.OperationalError) -> bool:
     code = getattr(error, "sqlite_errorcode", None)
     return code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(error)
@@ -69,15 +62,15 @@ def _is_busy(error: sqlite3.OperationalError) -> bool:
 class SqliteWriter:
     """One connection to a SQLite file, used only from the event loop's thread."""
 
-    def __init__(self, path: str, dialect: Dialect, *, busy_timeout: float) -> None:
-        self.path = path
+    def __init__(
+        self, checkpointer: WalCheckpointer, dialect: Dialect, *, busy_timeout: float
+    ) -> None:
+        self.path = checkpointer.path
         self.dialect = dialect
+        self._checkpointer = checkpointer
         self._busy_timeout = busy_timeout
         self._connection: sqlite3.Connection | None = None
         self._encoders: dict[tuple[str, tuple[str, ...]], RowEncoder] = {}
-        self._dirty = False
-        self._last_checkpoint = time.monotonic()
-        self._checkpointing: asyncio.Task[None] | None = None
 
     async def transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work(connection)`` in one write transaction, committed if it returns and
@@ -100,8 +93,7 @@ class SqliteWriter:
             if connection.in_transaction:  # SQLite rolls back by itself on some errors
                 connection.execute("ROLLBACK")
             raise
-        self._dirty = True
-        self._maybe_checkpoint()
+        self._checkpointer.written()
         return result
 
     def encoder(self, table: Table, keys: Sequence[str]) -> RowEncoder:
@@ -146,10 +138,7 @@ class SqliteWriter:
         processor = type_.dialect_impl(self.dialect).bind_processor(self.dialect)
         return processor(value) if processor is not None else value
 
-    async def close(self) -> None:
-        if self._checkpointing is not None:
-            with contextlib.suppress(Exception):
-                await self._checkpointing
+    def close(self) -> None:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
@@ -157,17 +146,6 @@ class SqliteWriter:
     def _open(self) -> sqlite3.Connection:
         self._connection = _connect(self.path)
         return self._connection
-
-    def _maybe_checkpoint(self) -> None:
-        if self._checkpointing is not None and not self._checkpointing.done():
-            return
-        now = time.monotonic()
-        if not self._dirty or now - self._last_checkpoint < CHECKPOINT_EVERY:
-            return
-        self._dirty, self._last_checkpoint = False, now
-        self._checkpointing = asyncio.get_running_loop().create_task(
-            asyncio.to_thread(_checkpoint, self.path), name="sqlite-checkpoint"
-        )
 
 
 class RowEncoder:

@@ -9,10 +9,8 @@ test_send.py and test_send_limits.py cover both).
 from __future__ import annotations
 
 import asyncio
-import shutil
 import sqlite3
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,7 +24,6 @@ from mailbridge.services.email_acceptance import SendJob
 from mailbridge.services.email_preparation import prepare_email
 from mailbridge.services.email_requests import SendEmailRequest
 from mailbridge.services.quotas import QuotaLedger, bucket_of
-from mailbridge.storage import sqlite_writer
 from mailbridge.storage.queries import table_of
 from mailbridge.storage.sqlite_writer import SqliteWriter
 from mailbridge.storage.tables import (
@@ -254,21 +251,6 @@ async def test_a_locked_database_is_waited_for_without_blocking_the_loop(
         holder.close()
     await waiting
     assert _raw(writer.path, "SELECT name FROM teams WHERE id = '" + team_id + "'") == [("waited",)]
-
-
-async def test_writes_reach_the_database_file_through_checkpoints_off_the_loop(
-    context: ServiceContext, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setattr(sqlite_writer, "CHECKPOINT_EVERY", 0.0)
-    writer = _writer(context)
-    team = {"id": new_id(), "name": "checkpointed", "plan": "free", "created_at": NOW}
-    await writer.transaction(lambda c: writer.insert(c, table_of(Team), [team]))
-    await writer.close()  # waits for the checkpoint it started
-    copy = tmp_path / "main-file-only.db"  # the database file without its WAL
-    shutil.copy(writer.path, copy)
-    assert _raw(str(copy), "SELECT name FROM teams WHERE name = 'checkpointed'") == [
-        ("checkpointed",)
-    ]
 
 
 async def test_rows_must_carry_the_columns_sqlalchemy_would_default(

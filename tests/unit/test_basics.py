@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -49,6 +50,22 @@ def test_ids_are_uuid7_and_increase() -> None:
     ids = [new_id() for _ in range(5000)]
     assert ids == sorted(ids) and len(set(ids)) == len(ids)
     assert all(uuid.UUID(i).version == 7 for i in ids[:10])
+
+
+def test_a_forked_child_never_repeats_its_parents_ids() -> None:
+    new_id()  # the parent holds buffered randomness the child must not reuse
+    reading, writing = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        os.write(writing, "\n".join(new_id() for _ in range(100)).encode())
+        os._exit(0)
+    os.close(writing)
+    os.waitpid(child, 0)
+    with os.fdopen(reading) as pipe:
+        theirs = pipe.read().split("\n")
+    ours = [new_id() for _ in range(100)]
+    # The same millisecond and counter may recur; the random part must not.
+    assert not {i[-12:] for i in theirs} & {i[-12:] for i in ours}
 
 
 @given(
