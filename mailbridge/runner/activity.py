@@ -43,9 +43,12 @@ class ActivityDispatcher:
         # worker), so that they take turns rather than sleep in SQLite's busy handler.
         self.write_lock = write_lock or asyncio.Lock()
         self._signal = asyncio.Event()
+        self._notified = False
 
     def notify(self) -> None:
-        """This process stored work (``Runner.notify``): look now, not at the next poll."""
+        """This process stored events (``Runner.notify``): dispatch now, not at the next
+        poll, and without a look first."""
+        self._notified = True
         self._signal.set()
 
     async def run(self, stopping: asyncio.Event) -> None:
@@ -55,7 +58,10 @@ class ActivityDispatcher:
                 # Cleared before looking, so a notify() that arrives while we look is kept.
                 self._signal.clear()
                 try:
-                    if await self._waiting() and await self.dispatch_once() == self.batch_size:
+                    notified, self._notified = self._notified, False
+                    if (notified or await self._waiting()) and (
+                        await self.dispatch_once() == self.batch_size
+                    ):
                         continue
                 except Exception:
                     logger.exception("dispatching activity events failed")

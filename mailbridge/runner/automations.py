@@ -29,7 +29,7 @@ class AutomationWorker:
         self,
         context: ServiceContext,
         *,
-        batch: int = 200,
+        batch: int = 500,
         poll: float = 0.25,
         write_lock: asyncio.Lock | None = None,
     ) -> None:

@@ -137,11 +137,12 @@ class Runner:
         self._tasks = []
         logger.info("runner stopped")
 
-    def notify(self) -> None:
-        """New due work was stored by this process: wake the workers that wait for it."""
+    def notify(self, *names: str) -> None:
+        """New due work was stored by this process: wake the workers named (all when none
+        is): a wake costs each woken worker a look at the database."""
         for worker in self.workers:
             wake = getattr(worker, "notify", None)
-            if wake is not None:
+            if wake is not None and (not names or worker.name in names):
                 wake()
 
     async def run_until_stopped(self) -> None:

@@ -75,7 +75,7 @@ def default_consumers(
 
     return [
         WebhookFanout(on_added=on_webhook_deliveries),
-        BuiltInTriggers(on_runs=context.work_added),
+        BuiltInTriggers(on_runs=lambda: context.work_added("automations")),
     ]
 
 

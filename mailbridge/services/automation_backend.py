@@ -77,7 +77,8 @@ def _run_values(run: Run) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def automation_ref(row: Automation) -> AutomationRef:
+def automation_ref(row: Any) -> AutomationRef:
+    """The engine's view of an automation (an ORM object or a Core row)."""
     config = row.trigger_config or {}
     return AutomationRef(
         row.id, row.team_id, row.audience_id, row.domain, row.version, row.trigger_event,
@@ -111,7 +112,11 @@ class SQLAutomations:
 
     async def get(self, automation_id: str) -> AutomationRef | None:
         if automation_id not in self._refs:
-            row = await self.session.get(Automation, automation_id)
+            # Core, not the ORM: once a batch, where an ORM load cost as much as a run.
+            table = table_of(Automation)
+            row = (
+                await self.session.execute(select(table).where(table.c.id == automation_id))
+            ).first()
             self._refs[automation_id] = automation_ref(row) if row is not None else None
         return self._refs[automation_id]
 
@@ -272,6 +277,15 @@ class SQLRuns:
             "output": record.output, "error": record.error,
         }  # fmt: skip
 
+    @property
+    def touched(self) -> bool:
+        """Whether runs were started or changed (and not yet flushed)."""
+        return bool(self._new or self._changed)
+
+    @property
+    def has_activity(self) -> bool:
+        return bool(self._activity)
+
     async def next_due(self) -> datetime | None:
         return await self.session.scalar(
             select(func.min(AutomationRun.due_at)).where(AutomationRun.status == "running")
@@ -315,9 +329,21 @@ class SQLTransaction:
         return await self.mailer.flush()
 
     async def commit(self) -> None:
-        await self.flush()
+        woken = self._workers_to_wake()
+        if await self.flush():
+            woken.append("delivery")
         await self.session.commit()
-        self.context.work_added()
+        if woken:
+            self.context.work_added(*woken)
+
+    def _workers_to_wake(self) -> list[str]:
+        """The runner's workers with new work once this commits (emails: see flush)."""
+        woken = []
+        if self.runs.touched:
+            woken.append("automations")
+        if self.runs.has_activity or self.contacts.has_activity:
+            woken.append("activity")
+        return woken
 
 
 class SQLBackend:

@@ -188,6 +188,11 @@ class SQLContacts:
              "created_at": self.context.clock.now()}
         )  # fmt: skip
 
+    @property
+    def has_activity(self) -> bool:
+        """Whether activity events wait to be written."""
+        return bool(self._activity)
+
     async def flush(self) -> None:
         """Write the buffered contact changes, memberships and events (one statement each)."""
         session = self.session

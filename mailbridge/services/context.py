@@ -32,11 +32,13 @@ class ServiceContext:
     )
 
     # Called when due work (emails, runs) was stored: a runner in this process wakes.
-    wake_callbacks: list[Callable[[], None]] = field(default_factory=list)
+    wake_callbacks: list[Callable[..., None]] = field(default_factory=list)
 
-    def work_added(self) -> None:
+    def work_added(self, *workers: str) -> None:
+        """Wake the runner of this process: the ``workers`` named (``"delivery"``,
+        ``"automations"``, ``"activity"``, ``"webhooks"``), or all of them."""
         for wake in self.wake_callbacks:
-            wake()
+            wake(*workers)
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Clock | None = None) -> ServiceContext:

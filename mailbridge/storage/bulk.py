@@ -33,7 +33,30 @@ def _stamp(value: datetime) -> str:
     return value.isoformat(" ", "microseconds")[:26]  # without the "+00:00"
 
 
-_JSON = json.JSONEncoder(separators=(",", ":"))
+def _json_encoder() -> Callable[[Any], str]:
+    """Compact JSON text, as ``json.dumps(value, separators=(",", ":"))`` writes it.
+
+    The C encoder is built once here (``JSONEncoder.encode`` builds one per call, which
+    was half the cost of encoding a run's small documents); no circular-reference check:
+    these values come from JSON columns and the engine's own dicts."""
+    plain = json.JSONEncoder(separators=(",", ":"))
+    make: Callable[..., Any] | None = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - a Python built without the _json accelerator
+        return plain.encode
+    encode_chunks = make(
+        None, plain.default, json.encoder.encode_basestring_ascii, None, ":", ",",
+        False, False, True,
+    )  # fmt: skip
+
+    def encode(value: Any) -> str:
+        if isinstance(value, str):
+            return plain.encode(value)
+        return "".join(encode_chunks(value, 0))
+
+    return encode
+
+
+_JSON_TEXT = _json_encoder()
 
 
 def _serializer(table: Table, name: str) -> Callable[[Any], Any] | None:
@@ -42,7 +65,7 @@ def _serializer(table: Table, name: str) -> Callable[[Any], Any] | None:
     if isinstance(kind, UTCDateTime):
         return _stamp
     if isinstance(kind, JSON):
-        return _JSON.encode
+        return _JSON_TEXT
     if isinstance(kind, Boolean):
         return int
     return None
@@ -52,22 +75,25 @@ def _tuples(
     table: Table, names: Sequence[str], rows: Sequence[dict[str, Any]]
 ) -> list[tuple[Any, ...]]:
     """Each row's values in ``names`` order, serialized; every row has every name."""
-    converters = [
-        (index, convert)
-        for index, name in enumerate(names)
-        if (convert := _serializer(table, name)) is not None
-    ]
-    values_of = itemgetter(*names)
-    single = len(names) == 1
-    out = []
-    for row in rows:
-        values = [values_of(row)] if single else list(values_of(row))
-        for index, convert in converters:
-            value = values[index]
-            if value is not None:
-                values[index] = convert(value)
-        out.append(tuple(values))
-    return out
+    if len(names) == 1:
+        columns = [[row[names[0]] for row in rows]]
+    else:
+        columns = [list(column) for column in zip(*map(itemgetter(*names), rows), strict=True)]
+    # Column by column: a comprehension per converted column, not a loop per value.
+    for index, name in enumerate(names):
+        convert = _serializer(table, name)
+        if convert is None:
+            continue
+        if isinstance(table.c[name].type, UTCDateTime):
+            # A batch's instants are a few values, each many times.
+            texts: dict[Any, Any] = {}
+            columns[index] = [
+                None if v is None else texts.get(v) or texts.setdefault(v, convert(v))
+                for v in columns[index]
+            ]
+        else:
+            columns[index] = [None if v is None else convert(v) for v in columns[index]]
+    return list(zip(*columns, strict=True))
 
 
 async def insert_rows(

@@ -24,7 +24,7 @@ import threading
 
 logger = logging.getLogger(__name__)
 
-CHECKPOINT_EVERY = 0.25  # seconds between checkpoints while writes keep coming
+CHECKPOINT_EVERY = 1.0  # seconds between checkpoints while writes keep coming
 
 
 def checkpoint(path: str) -> None:

@@ -242,3 +242,24 @@ async def test_two_engines_never_execute_a_step_twice(sending: Sending) -> None:
         )
     assert len(emails) == 40 and len({email.contact_id for email in emails}) == 40
     assert len(list(finished)) == 40
+
+
+async def test_a_batch_wakes_only_the_workers_with_new_work(sending: Sending) -> None:
+    context, team_id = sending.context, sending.tenant.team_id
+    template_id = await published_template(sending.client, sending.tenant.headers)
+    await install(
+        context, team_id,
+        [TRIGGER,
+         {"key": "welcome", "type": "send_email", "config": {"template": {"id": template_id}}},
+         {"key": "pause", "type": "delay", "config": {"duration": "1 hour"}}],
+        [{"from": "start", "to": "welcome"}, {"from": "welcome", "to": "pause"}],
+        template_id=template_id,
+    )  # fmt: skip
+    await emit(sending, email="woken@corp.io")
+    woken: list[tuple[str, ...]] = []
+    context.wake_callbacks.append(lambda *names: woken.append(names))
+    await engine(context).run_due(10)  # sends, then parks in the delay
+    assert woken and set(woken[-1]) == {"automations", "delivery"}
+    woken.clear()
+    await engine(context).run_due(10)  # nothing due: nothing to wake
+    assert woken == []

@@ -179,7 +179,9 @@ async def test_notify_wakes_the_worker_at_once(fake_context: ServiceContext, sho
         email = await add_email(fake_context, shop)
         target = outbox_of(fake_context.settings) / f"{email.id}.eml"
         assert not await wait_for(target, 0.3)
-        runner.notify()
+        runner.notify("automations", "activity")  # work for other workers: still asleep
+        assert not await wait_for(target, 0.3)
+        runner.notify("delivery")
         assert await wait_for(target, 2.0)
     finally:
         await runner.stop()
