@@ -75,7 +75,9 @@ def default_consumers(
 
     return [
         WebhookFanout(on_added=on_webhook_deliveries),
-        BuiltInTriggers(on_runs=lambda: context.work_added("automations")),
+        # Runs started or resumed: the automation worker has work, and the dispatcher has
+        # their automation.run.started events.
+        BuiltInTriggers(on_runs=lambda: context.work_added("automations", "activity")),
     ]
 
 
