@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, suppress
 
 from fastapi import FastAPI
+from fastapi.telemetry import TelemetryConfig
 
 from mailbridge import __version__
 from mailbridge.api.envelope import install_error_handlers
@@ -32,6 +34,7 @@ from mailbridge.api.routers import (
     tracking,
     webhooks,
 )
+from mailbridge.api.send_path import SendPath
 from mailbridge.config import Settings
 from mailbridge.runner import Runner
 from mailbridge.services.context import ServiceContext
@@ -59,6 +62,20 @@ ROUTERS = (
     webhooks.router,
     tracking.router,
 )
+
+
+def telemetry_config(environ: Mapping[str, str]) -> TelemetryConfig:
+    """FastAPI's native OpenTelemetry, on only where the environment asks for OpenTelemetry.
+
+    Left on, FastAPI asks the global providers on every request whether anybody listens
+    (3 % of a send's CPU); nobody does unless an SDK was configured, which the
+    environment says: ``OTEL_*`` variables (``opentelemetry-instrument`` and the SDK read
+    them) or ``FASTAPI_OTEL_AUTO_CONFIGURE``.
+    """
+    wanted = any(name.startswith("OTEL_") for name in environ) or (
+        environ.get("FASTAPI_OTEL_AUTO_CONFIGURE", "").lower() == "true"
+    )
+    return {} if wanted else {"tracing": False, "metrics": False, "logs": False}
 
 
 def create_app(
@@ -104,6 +121,7 @@ def create_app(
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,
+        telemetry=telemetry_config(os.environ),
     )
     app.state.context = context
     app.state.log_sink = log_sink
@@ -112,6 +130,7 @@ def create_app(
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
+    app.add_middleware(SendPath, context=context, writer=email_writer)
     app.add_middleware(SendRateLimit, counters=rate_counters)
     app.add_middleware(ApiMiddleware, context=context, log_sink=log_sink)
     return app

@@ -53,31 +53,37 @@ def translate_validation_error(exc: RequestValidationError) -> ApiError:
     return ValidationError(f"Invalid request: {detail}.")
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    async def on_api_error(_request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, ApiError)
+def known_error_response(exc: Exception) -> JSONResponse | None:
+    """The envelope of an error the caller caused (or the API raised on purpose); None for
+    anything else, which is a 500."""
+    if isinstance(exc, ApiError):
         return error_response(exc)
-
-    async def on_validation_error(_request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, RequestValidationError)
+    if isinstance(exc, RequestValidationError):
         return error_response(translate_validation_error(exc))
-
-    async def on_http_error(_request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, StarletteHTTPException)
+    if isinstance(exc, pydantic.ValidationError):
+        # A model validated inside a service, not by FastAPI: still the caller's input.
+        problem = exc.errors()[0]
+        field = ".".join(str(part) for part in problem["loc"])
+        return error_response(ValidationError(f"Invalid `{field}`: {problem['msg']}."))
+    if isinstance(exc, StarletteHTTPException):
         if exc.status_code == 404:
             return error_response(NotFound())
         if exc.status_code == 405:
             return error_response(MethodNotAllowed())
         return error_response(HttpStatusError(exc.status_code, str(exc.detail)))
+    return None
 
-    async def on_model_error(_request: Request, exc: Exception) -> JSONResponse:
-        """A model validated inside a service, not by FastAPI: still the caller's input."""
-        assert isinstance(exc, pydantic.ValidationError)
-        problem = exc.errors()[0]
-        field = ".".join(str(part) for part in problem["loc"])
-        return error_response(ValidationError(f"Invalid `{field}`: {problem['msg']}."))
 
-    app.add_exception_handler(ApiError, on_api_error)
-    app.add_exception_handler(pydantic.ValidationError, on_model_error)
-    app.add_exception_handler(RequestValidationError, on_validation_error)
-    app.add_exception_handler(StarletteHTTPException, on_http_error)
+def install_error_handlers(app: FastAPI) -> None:
+    async def on_known_error(_request: Request, exc: Exception) -> JSONResponse:
+        response = known_error_response(exc)
+        assert response is not None
+        return response
+
+    for kind in (
+        ApiError,
+        pydantic.ValidationError,
+        RequestValidationError,
+        StarletteHTTPException,
+    ):
+        app.add_exception_handler(kind, on_known_error)

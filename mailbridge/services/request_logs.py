@@ -109,10 +109,12 @@ def redact_body(raw: bytes, truncated: bool = False) -> str | None:
         parsed = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         return json.dumps({"omitted": "body is not JSON"})
-    # Walking the parsed body in Python is most of the cost: skipped when it changes nothing.
-    text = json.dumps(
-        _redact(parsed) if _may_need_redaction(raw) else parsed, separators=(",", ":")
-    )
+    # Walking the parsed body and encoding it again are most of the cost: when redaction
+    # would change nothing, the body (valid JSON, and ASCII) is stored as it came.
+    if _may_need_redaction(raw):
+        text = json.dumps(_redact(parsed), separators=(",", ":"))
+    else:
+        text = raw.decode("ascii")
     if len(text) > MAX_STORED_BODY:
         return json.dumps({"omitted": "body too large to log"})
     return text

@@ -1,21 +1,29 @@
 """The send path's shortcuts give the answers of the long way round: shared cache loads,
-the redaction pre-check, in-memory rate windows and the SQLite row encoder."""
+the redaction pre-check, in-memory rate windows, the SQLite row encoder and the address
+check's plain-ASCII shortcut."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from limits import parse
 from sqlalchemy.dialects import sqlite
+from starlette.types import Message, Receive, Scope, Send
 
+from mailbridge.api.app import create_app, telemetry_config
 from mailbridge.api.rate_limit import LocalWindows
+from mailbridge.api.send_path import SendPath
+from mailbridge.config import Settings
+from mailbridge.mail.addresses import _valid, _validated, is_reserved
 from mailbridge.services.cache import TTLCache
+from mailbridge.services.context import ServiceContext
+from mailbridge.services.email_acceptance import EmailWriter
 from mailbridge.services.request_logs import _redact, redact_body
 from mailbridge.storage.queries import table_of
 from mailbridge.storage.sqlite_writer import RowEncoder
@@ -81,7 +89,12 @@ def test_the_redaction_shortcut_stores_what_the_full_walk_stores(
     raw = json.dumps(value, ensure_ascii=ascii_only).encode()
     walked = json.dumps(_redact(json.loads(raw)), separators=(",", ":"))
     too_large = json.dumps({"omitted": "body too large to log"})
-    assert redact_body(raw) == (walked if len(walked) <= 16 * 1024 else too_large)
+    stored = redact_body(raw)
+    assert stored is not None
+    if len(walked) > 16 * 1024:
+        assert stored == too_large
+    elif stored != too_large or len(raw) <= 16 * 1024:  # stored as sent only when short
+        assert json.loads(stored) == json.loads(walked)
 
 
 def test_escaped_and_folded_secret_keys_are_still_redacted() -> None:
@@ -130,3 +143,58 @@ def test_the_row_encoder_encodes_as_the_column_types_do() -> None:
     assert expected[1][encoder.keys.index("updated_at")] == "2026-11-02 09:00:00.000000"
     with pytest.raises(ValueError, match="naive"):
         encoder.encode([rows[0] | {"created_at": now.replace(tzinfo=None)}])
+
+
+LOCAL_PARTS = st.sampled_from(["user", "User.Name+tag", "a..b", ".a", "a.", "Postmaster",
+                               "o'brien", "x" * 70, '"quoted"', "ünï", "a b", ""])  # fmt: skip
+DOMAINS = st.sampled_from(["corp.io", "Corp.IO", "xn--bcher-kva.com", "bücher.com", "b",
+                           "-b.com", "corp.io.", "[1.2.3.4]", "a_b.com", "x" * 64 + ".com",
+                           ("y" * 60 + ".") * 4 + "com", "c@d.org"])  # fmt: skip
+
+
+@given(
+    st.emails()
+    | st.builds(lambda local, domain: f"{local}@{domain}", LOCAL_PARTS, DOMAINS)
+    | st.builds(lambda local, domain: f"{local}@{domain}", st.text(max_size=12), DOMAINS)
+    | st.text(alphabet="aZ9.+-_@\"'() <>[]ü", max_size=20)
+)
+def test_the_address_shortcut_answers_as_email_validator(address: str) -> None:
+    if "@" not in address or not is_reserved(address):  # reserved names have their own rule
+        assert _valid(address) == _validated(address)
+
+
+async def test_a_body_the_shortcut_cannot_read_reaches_the_route_whole() -> None:
+    received: list[Message] = []
+
+    async def route(scope: Scope, receive: Receive, send: Send) -> None:
+        received.extend([await receive(), await receive()])
+
+    chunks: list[Message] = [
+        {"type": "http.request", "body": b'{"from": ', "more_body": True},
+        {"type": "http.request", "body": b'"a@b.io", ', "more_body": False},
+        {"type": "http.disconnect"},
+    ]
+
+    async def receive() -> Message:
+        return chunks.pop(0)
+
+    async def send(message: Message) -> None:
+        raise AssertionError("the shortcut answered")
+
+    scope = {"type": "http", "method": "POST", "path": "/emails",
+             "headers": [(b"content-type", b"application/json")]}  # fmt: skip
+    shortcut = SendPath(route, context=cast(ServiceContext, None), writer=cast(EmailWriter, None))
+    await shortcut(scope, receive, send)
+    assert received == [
+        {"type": "http.request", "body": b'{"from": "a@b.io", ', "more_body": False},
+        {"type": "http.disconnect"},
+    ]
+
+
+def test_fastapi_telemetry_is_on_only_where_the_environment_asks_for_it() -> None:
+    off = {"tracing": False, "metrics": False, "logs": False}
+    assert telemetry_config({"PATH": "/bin"}) == off
+    assert telemetry_config({"OTEL_SERVICE_NAME": "mailbridge"}) == {}
+    assert telemetry_config({"FASTAPI_OTEL_AUTO_CONFIGURE": "true"}) == {}
+    app = create_app(Settings(database_url="sqlite+aiosqlite:///:memory:"))
+    assert not app._native_telemetry.enabled()
