@@ -7,7 +7,10 @@ change calls :meth:`clear` to see it at once.
 :meth:`get_or_load` lets concurrent misses of one key share a single lookup: when an
 entry expires under load, every request in flight misses it at the same instant, and
 without sharing each would check out a database connection of its own (a burst that
-overflows the pool and stalls all of them).
+overflows the pool and stalls all of them). It also refreshes ahead: an entry past half
+its life is still answered, while one lookup in the background replaces it. Under load
+the key and domain entries used to expire every second or two, and every request in
+flight then waited for the shared lookup (10-25 ms): the slowest percent of sends.
 """
 
 from __future__ import annotations
@@ -25,28 +28,33 @@ class TTLCache(Generic[K, V]):
     def __init__(self, ttl: float, max_entries: int = 10_000) -> None:
         self.ttl = ttl
         self.max_entries = max_entries
-        self._entries: dict[K, tuple[float, V]] = {}
+        # key -> (refresh after, expires at, value), in monotonic seconds
+        self._entries: dict[K, tuple[float, float, V]] = {}
         self._loading: dict[K, asyncio.Future[V]] = {}
+        self._refreshes: set[asyncio.Task[V]] = set()
+        self._generation = 0  # bumped by clear(): lookups begun before it are not kept
 
     def get(self, key: K) -> V | None:
         entry = self._entries.get(key)
         if entry is None:
             return None
-        if entry[0] < time.monotonic():
+        if entry[1] < time.monotonic():
             self._entries.pop(key, None)
             return None
-        return entry[1]
+        return entry[2]
 
     def put(self, key: K, value: V) -> None:
         if len(self._entries) >= self.max_entries:
             self._entries.clear()  # crude, but bounded: a cache, not a store
-        self._entries[key] = (time.monotonic() + self.ttl, value)
+        now = time.monotonic()
+        self._entries[key] = (now + self.ttl / 2, now + self.ttl, value)
 
     def discard(self, key: K) -> None:
         self._entries.pop(key, None)
 
     def clear(self) -> None:
         self._entries.clear()
+        self._generation += 1
 
     async def get_or_load(self, key: K, load: Callable[[], Awaitable[V]]) -> V:
         """The cached value, or ``load()``'s, shared with the callers missing it meanwhile.
@@ -54,24 +62,53 @@ class TTLCache(Generic[K, V]):
         A failed lookup is not shared: each waiting caller then runs its own, so every
         caller gets an error object of its own (callers add to their messages).
         """
-        value = self.get(key)
-        if value is not None:
-            return value
+        entry = self._entries.get(key)
+        if entry is not None:
+            now = time.monotonic()
+            if now < entry[1]:
+                if now >= entry[0] and key not in self._loading:
+                    self._refresh(key, load)
+                return entry[2]
+            self._entries.pop(key, None)
         loading = self._loading.get(key)
         if loading is not None:
             await asyncio.wait([loading])
             if not loading.cancelled() and loading.exception() is None:
                 return loading.result()
             return await load()
+        return await self._load(key, load)
+
+    def _refresh(self, key: K, load: Callable[[], Awaitable[V]]) -> None:
+        """Replace ``key``'s entry in the background; if the lookup fails (a key revoked
+        meanwhile), the entry is dropped, so the next caller looks up for itself and gets
+        the error."""
+        task = self._load(key, load)
+        self._refreshes.add(task)
+        task.add_done_callback(self._refreshed)
+
+    def _refreshed(self, task: asyncio.Task[V]) -> None:
+        self._refreshes.discard(task)
+        if not task.cancelled():
+            task.exception()  # seen: a failed refresh only drops the entry
+
+    def _load(self, key: K, load: Callable[[], Awaitable[V]]) -> asyncio.Task[V]:
+        """One lookup of ``key``, which callers missing it meanwhile wait for."""
         loading = asyncio.get_running_loop().create_future()
         self._loading[key] = loading
-        try:
-            value = await load()
-        except BaseException:
-            loading.cancel()
-            raise
-        finally:
-            del self._loading[key]
-        self.put(key, value)
-        loading.set_result(value)
-        return value
+        generation = self._generation
+
+        async def run() -> V:
+            try:
+                value = await load()
+            except BaseException:
+                self._entries.pop(key, None)
+                loading.cancel()
+                raise
+            finally:
+                del self._loading[key]
+            if generation == self._generation:
+                self.put(key, value)
+            loading.set_result(value)
+            return value
+
+        return asyncio.create_task(run())

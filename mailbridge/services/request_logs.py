@@ -35,9 +35,11 @@ MAX_STORED_BODY = 16 * 1024
 FLUSH_CHUNK = 50
 REDACTED = "[redacted]"
 SECRET_KEY = re.compile(r"token|secret|password|passwd|api_?key|authorization|signing", re.I)
-# SECRET_KEY's words, for a quick look at a raw body (lower-cased) before parsing it.
-SECRET_WORDS = (b"token", b"secret", b"password", b"passwd", b"apikey", b"api_key",
-                b"authorization", b"signing")  # fmt: skip
+# What could make redaction change a raw body: SECRET_KEY's words, a bulky key, or a
+# ``\u`` escape that could spell either (non-ASCII bodies are always walked).
+MAY_NEED_REDACTION = re.compile(
+    rb"token|secret|passw(?:or)?d|api_?key|authorization|signing|content|\\u"
+)  # searched in the lower-cased body: IGNORECASE costs five times more
 BULKY_KEYS = {"content"}  # attachment payloads: their size is kept, not their bytes
 
 
@@ -93,10 +95,7 @@ def _redact(value: Any) -> Any:
 def _may_need_redaction(raw: bytes) -> bool:
     """False when no key of ``raw`` can be secret or bulky: none of those words appears
     anywhere in it, and neither a ``\\u`` escape nor a non-ASCII letter could spell one."""
-    if b"content" in raw or b"\\u" in raw or not raw.isascii():  # non-ASCII: case folding
-        return True
-    lowered = raw.lower()
-    return any(word in lowered for word in SECRET_WORDS)
+    return not raw.isascii() or MAY_NEED_REDACTION.search(raw.lower()) is not None
 
 
 def redact_body(raw: bytes, truncated: bool = False) -> str | None:
@@ -166,8 +165,12 @@ class RequestLogSink:
                 )
             await session.commit()
 
-    async def run(self, interval: float = 0.5) -> None:
-        """Flush every ``interval`` seconds (or sooner when the buffer fills) until cancelled."""
+    async def run(self, interval: float = 0.05) -> None:
+        """Flush every ``interval`` seconds (or sooner when the buffer fills) until cancelled.
+
+        Often, so that each flush is small: under load a flush every half second encoded
+        over a thousand entries at once, and the requests around it waited (p99 up by half).
+        """
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), timeout=interval)

@@ -198,3 +198,79 @@ def test_fastapi_telemetry_is_on_only_where_the_environment_asks_for_it() -> Non
     assert telemetry_config({"FASTAPI_OTEL_AUTO_CONFIGURE": "true"}) == {}
     app = create_app(Settings(database_url="sqlite+aiosqlite:///:memory:"))
     assert not app._native_telemetry.enabled()
+
+
+async def settle() -> None:
+    """Let the tasks started so far run until they wait."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_an_entry_past_half_its_life_is_answered_while_one_lookup_replaces_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = [100.0]
+    monkeypatch.setattr("mailbridge.services.cache.time.monotonic", lambda: now[0])
+    cache: TTLCache[str, int] = TTLCache(ttl=1.0)
+    loads: list[asyncio.Event] = []
+    value = [1]
+
+    async def load() -> int:
+        loads.append(asyncio.Event())
+        await loads[-1].wait()
+        return value[0]
+
+    first = asyncio.create_task(cache.get_or_load("k", load))
+    await settle()
+    loads[0].set()
+    assert await first == 1
+    now[0] += 0.4  # young: no lookup
+    assert await cache.get_or_load("k", load) == 1 and len(loads) == 1
+    now[0] += 0.2  # past half its life: answered at once, one lookup behind it
+    value[0] = 2
+    assert [await cache.get_or_load("k", load) for _ in range(5)] == [1] * 5
+    await settle()
+    assert len(loads) == 2
+    loads[1].set()
+    await settle()
+    assert await cache.get_or_load("k", load) == 2 and len(loads) == 2
+    now[0] += 1.0  # expired: the caller waits for the lookup
+    waiting = asyncio.create_task(cache.get_or_load("k", load))
+    await settle()
+    assert not waiting.done() and len(loads) == 3
+    value[0] = 3
+    loads[2].set()
+    assert await waiting == 3
+
+
+async def test_a_failed_refresh_drops_the_entry_and_a_clear_outlives_a_refresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = [100.0]
+    monkeypatch.setattr("mailbridge.services.cache.time.monotonic", lambda: now[0])
+    cache: TTLCache[str, int] = TTLCache(ttl=1.0)
+
+    async def revoked() -> int:
+        raise ValueError("key revoked")
+
+    cache.put("k", 1)
+    now[0] += 0.6
+    assert await cache.get_or_load("k", revoked) == 1  # answered; the refresh fails behind it
+    await settle()
+    assert cache.get("k") is None
+    with pytest.raises(ValueError, match="revoked"):
+        await cache.get_or_load("k", revoked)
+
+    release = asyncio.Event()
+
+    async def slow() -> int:
+        await release.wait()
+        return 2
+
+    cache.put("k", 1)
+    now[0] += 0.6
+    assert await cache.get_or_load("k", slow) == 1
+    cache.clear()  # e.g. the key was revoked through this process meanwhile
+    release.set()
+    await settle()
+    assert cache.get("k") is None  # the lookup begun before the clear is not kept
