@@ -111,6 +111,7 @@ def create_app(
                 with suppress(asyncio.CancelledError):
                     await task
             await log_sink.flush()
+            await context.settle()
             rate_counters.close()
             if owns_context:
                 await context.database.dispose()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fastapi.responses import JSONResponse
+from fastapi.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mailbridge.api.bodies import validate_body
@@ -30,6 +30,7 @@ from mailbridge.services.auth import Action, Principal
 from mailbridge.services.context import ServiceContext
 from mailbridge.services.email_acceptance import EmailWriter
 from mailbridge.services.email_requests import SendEmailRequest
+from mailbridge.storage.json_text import json_encoder
 
 SEND_PATHS = {"/emails": False, "/emails/batch": True}  # path -> batch
 JSON = b"application/json"
@@ -63,8 +64,15 @@ async def answer_send(
     )  # fmt: skip
 
 
-def answer_response(answer: emails.Answer) -> JSONResponse:
-    return JSONResponse(answer.body, status_code=answer.status, headers=answer.headers)
+# As JSONResponse renders, with an encoder built once.
+_ANSWER_JSON = json_encoder((",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def answer_response(answer: emails.Answer) -> Response:
+    return Response(
+        _ANSWER_JSON(answer.body).encode(), status_code=answer.status, headers=answer.headers,
+        media_type="application/json",
+    )  # fmt: skip
 
 
 class SendPath:

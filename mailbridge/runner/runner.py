@@ -135,6 +135,7 @@ class Runner:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+        await self.context.settle()
         logger.info("runner stopped")
 
     def notify(self, *names: str) -> None:

@@ -56,6 +56,14 @@ class TTLCache(Generic[K, V]):
         self._entries.clear()
         self._generation += 1
 
+    async def settle(self) -> None:
+        """Cancel the refreshes still running and wait for them: before the database they
+        read goes away (a process stopping, a test ending)."""
+        refreshes = list(self._refreshes)
+        for task in refreshes:
+            task.cancel()
+        await asyncio.gather(*refreshes, return_exceptions=True)
+
     async def get_or_load(self, key: K, load: Callable[[], Awaitable[V]]) -> V:
         """The cached value, or ``load()``'s, shared with the callers missing it meanwhile.
 

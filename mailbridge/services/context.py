@@ -40,6 +40,11 @@ class ServiceContext:
         for wake in self.wake_callbacks:
             wake(*workers)
 
+    async def settle(self) -> None:
+        """Stop the caches' background lookups (before the database is disposed)."""
+        await self.principals.settle()
+        await self.sending_domains.settle()
+
     @classmethod
     def from_settings(cls, settings: Settings, clock: Clock | None = None) -> ServiceContext:
         return cls(settings, Database.from_settings(settings), clock or SystemClock())

@@ -19,6 +19,7 @@ from sqlalchemy import JSON, Boolean, Table, bindparam, insert, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from mailbridge.storage.json_text import json_encoder
 from mailbridge.storage.types import UTCDateTime
 
 
@@ -33,30 +34,7 @@ def _stamp(value: datetime) -> str:
     return value.isoformat(" ", "microseconds")[:26]  # without the "+00:00"
 
 
-def _json_encoder() -> Callable[[Any], str]:
-    """Compact JSON text, as ``json.dumps(value, separators=(",", ":"))`` writes it.
-
-    The C encoder is built once here (``JSONEncoder.encode`` builds one per call, which
-    was half the cost of encoding a run's small documents); no circular-reference check:
-    these values come from JSON columns and the engine's own dicts."""
-    plain = json.JSONEncoder(separators=(",", ":"))
-    make: Callable[..., Any] | None = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # pragma: no cover - a Python built without the _json accelerator
-        return plain.encode
-    encode_chunks = make(
-        None, plain.default, json.encoder.encode_basestring_ascii, None, ":", ",",
-        False, False, True,
-    )  # fmt: skip
-
-    def encode(value: Any) -> str:
-        if isinstance(value, str):
-            return plain.encode(value)
-        return "".join(encode_chunks(value, 0))
-
-    return encode
-
-
-_JSON_TEXT = _json_encoder()
+_JSON_TEXT = json_encoder((",", ":"))
 
 
 def _serializer(table: Table, name: str) -> Callable[[Any], Any] | None:

@@ -34,6 +34,7 @@ from sqlalchemy import JSON, Column, Dialect, Table
 from sqlalchemy.types import TypeEngine
 
 from mailbridge.storage.checkpoints import WalCheckpointer
+from mailbridge.storage.json_text import json_encoder
 
 T = TypeVar("T")
 
@@ -203,12 +204,16 @@ def _shortcut(column: Column[Any], processor: Callable[[Any], Any]) -> Callable[
     with contextlib.suppress(NotImplementedError):
         python_type = stored_as.python_type
     if python_type is datetime:
+        last: list[Any] = [None, None]  # rows of one group share their instants: the last one
 
         def instant(value: Any) -> Any:
+            if value is last[0]:
+                return last[1]
             if value is None:
                 return None
             if value.tzinfo is UTC:
-                return value.replace(tzinfo=None).isoformat(" ", "microseconds")
+                last[:] = value, value.replace(tzinfo=None).isoformat(" ", "microseconds")
+                return last[1]
             return processor(value)  # naive (refused), other zones
 
         samples: list[datetime | None] = [
@@ -216,12 +221,11 @@ def _shortcut(column: Column[Any], processor: Callable[[Any], Any]) -> Callable[
         ]  # fmt: skip
         return instant if all(instant(s) == processor(s) for s in samples) else processor
     if isinstance(column.type, JSON):
+        text = json_encoder()
 
         def document(value: Any) -> Any:
-            if not value and type(value) in (list, dict):
-                return "[]" if type(value) is list else "{}"
-            return processor(value)
+            return processor(value) if value is None else text(value)
 
-        empties: list[Any] = [[], {}]
-        return document if all(document(e) == processor(e) for e in empties) else processor
+        documents: list[Any] = [[], {}, {"a": [1, 2.5, "é", None, True]}, ["x"], "text"]
+        return document if all(document(d) == processor(d) for d in documents) else processor
     return processor

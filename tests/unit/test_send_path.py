@@ -25,6 +25,7 @@ from mailbridge.services.cache import TTLCache
 from mailbridge.services.context import ServiceContext
 from mailbridge.services.email_acceptance import EmailWriter
 from mailbridge.services.request_logs import _redact, redact_body
+from mailbridge.storage.json_text import json_encoder
 from mailbridge.storage.queries import table_of
 from mailbridge.storage.sqlite_writer import RowEncoder
 from mailbridge.storage.tables import Email
@@ -126,7 +127,7 @@ def test_the_row_encoder_encodes_as_the_column_types_do() -> None:
            "marketing": True, "created_at": now, "updated_at": now,
            "due_at": now + timedelta(microseconds=5)},
         blank
-        | {"id": "b", "to": [], "cc": ["z@y.io"], "headers": {"X-A": "1"}, "tags": [],
+        | {"id": "b", "to": [], "cc": ["z@y.io"], "headers": {"X-A": "é 1"}, "tags": [],
            "marketing": False, "created_at": now, "due_at": None,
            "updated_at": now.astimezone(timezone(timedelta(hours=2)))},
     ]  # fmt: skip
@@ -143,6 +144,18 @@ def test_the_row_encoder_encodes_as_the_column_types_do() -> None:
     assert expected[1][encoder.keys.index("updated_at")] == "2026-11-02 09:00:00.000000"
     with pytest.raises(ValueError, match="naive"):
         encoder.encode([rows[0] | {"created_at": now.replace(tzinfo=None)}])
+
+
+@given(JSON_VALUES | st.floats(), st.booleans(), st.booleans())
+def test_the_prebuilt_json_encoder_writes_what_json_dumps_writes(
+    value: Any, compact: bool, ascii_only: bool
+) -> None:
+    separators = (",", ":") if compact else (", ", ": ")
+    encode = json_encoder(separators, ensure_ascii=ascii_only, allow_nan=True)
+    assert encode(value) == json.dumps(value, separators=separators, ensure_ascii=ascii_only)
+    strict = json_encoder(separators, allow_nan=False)
+    with pytest.raises(ValueError):
+        strict([float("nan")])
 
 
 LOCAL_PARTS = st.sampled_from(["user", "User.Name+tag", "a..b", ".a", "a.", "Postmaster",
@@ -274,3 +287,24 @@ async def test_a_failed_refresh_drops_the_entry_and_a_clear_outlives_a_refresh(
     release.set()
     await settle()
     assert cache.get("k") is None  # the lookup begun before the clear is not kept
+
+
+async def test_settling_stops_the_refreshes_still_running(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [100.0]
+    monkeypatch.setattr("mailbridge.services.cache.time.monotonic", lambda: now[0])
+    cache: TTLCache[str, int] = TTLCache(ttl=1.0)
+    stopped = asyncio.Event()
+
+    async def endless() -> int:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            stopped.set()
+        return 2
+
+    cache.put("k", 1)
+    now[0] += 0.6
+    assert await cache.get_or_load("k", endless) == 1
+    await settle()
+    await cache.settle()
+    assert stopped.is_set() and cache.get("k") is None

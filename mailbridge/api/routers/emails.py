@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import Response
 from pydantic import BaseModel
 
 from mailbridge.api.deps import ContextDep, Sender
@@ -32,20 +32,18 @@ class Reschedule(BaseModel):
 @router.post("/emails", openapi_extra=IDEMPOTENCY_KEY_DOC)
 async def send_email(
     payload: Annotated[Any, Body()], request: Request, principal: Sender
-) -> JSONResponse:
+) -> Response:
     return await _send(request, principal, payload, batch=False)
 
 
 @router.post("/emails/batch", openapi_extra=IDEMPOTENCY_KEY_DOC)
 async def send_batch(
     payload: Annotated[Any, Body()], request: Request, principal: Sender
-) -> JSONResponse:
+) -> Response:
     return await _send(request, principal, payload, batch=True)
 
 
-async def _send(
-    request: Request, principal: Principal, payload: Any, *, batch: bool
-) -> JSONResponse:
+async def _send(request: Request, principal: Principal, payload: Any, *, batch: bool) -> Response:
     answer = await answer_send(
         request.app.state.context, request.app.state.email_writer, principal, payload,
         batch=batch, idempotency_key=request.headers.get("idempotency-key"),
