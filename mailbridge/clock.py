@@ -38,7 +38,7 @@ def isoformat_ms(instant: datetime | None) -> str | None:
     """ISO 8601 in UTC with milliseconds, the API's timestamp format."""
     if instant is None:
         return None
-    if instant.tzinfo is None:
-        instant = instant.replace(tzinfo=UTC)
-    text = instant.astimezone(UTC).isoformat(timespec="milliseconds")
+    if instant.tzinfo is not UTC:
+        instant = instant.replace(tzinfo=UTC) if instant.tzinfo is None else instant.astimezone(UTC)
+    text = instant.isoformat(timespec="milliseconds")
     return text.replace("+00:00", "Z")

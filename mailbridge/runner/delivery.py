@@ -4,7 +4,9 @@ The loop claims due emails in batches (``services.delivery_queue``) while it has
 room — at most ``settings.delivery_concurrency`` deliveries in flight — and
 otherwise sleeps until :meth:`DeliveryWorker.notify` (the API stored new emails in
 this process), a delivery finishing, or the poll interval (≤ 250 ms), after which a
-read-only "next due" query on the due index says whether a claim is worth a write.
+read-only "next due" query on the due index says whether a claim is worth a write —
+unless the last claim took a full batch: then a backlog is being worked through and
+the next claim goes ahead without asking.
 
 Each delivery: simulated recipients apart; the message built (attachments fetched,
 tracking, DKIM — composed and signed in a worker process when ``render_processes``
@@ -112,6 +114,7 @@ class DeliveryWorker:
         self._busy: dict[asyncio.Task[None], str] = {}  # email id of each delivery in flight
         self._signal = asyncio.Event()
         self._woken = False
+        self._backlog = False
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -220,8 +223,12 @@ class DeliveryWorker:
                     free -= await self._claim_unsettled(free)
                 if free >= self.refill or (free > 0 and not self._in_flight):
                     wanted = min(free, self.batch_size)
-                    # A full batch: more may be due, claim again at once.
-                    if await self._due() and await self._claim_and_start(wanted) == wanted:
+                    # A full batch: more may be due, claim again at once (and next time
+                    # without asking first).
+                    self._backlog = (
+                        await self._due() and await self._claim_and_start(wanted) == wanted
+                    )
+                    if self._backlog:
                         continue
             except Exception:
                 logger.exception("claiming due emails failed")
@@ -230,7 +237,9 @@ class DeliveryWorker:
                     await self._signal.wait()
 
     async def _due(self) -> bool:
-        if self._woken:
+        """Whether a claim is worth a write transaction: told so, the last claim was a
+        full batch (a backlog), or the due index says so."""
+        if self._woken or self._backlog:
             self._woken = False
             return True
         now = self.context.clock.now()

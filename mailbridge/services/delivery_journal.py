@@ -33,7 +33,7 @@ import logging
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import insert, or_, update
@@ -211,7 +211,7 @@ class DeliveryJournal:
         """The group's writes in ``session``; the entries whose lease held."""
         held = await _fence(session, self.owner, *_fenced(group))
         committed = _committed(group, held)
-        writes = _Writes()
+        writes = _Writes(self.clock.now(), self.lease)
         for entry in committed:
             self._apply(writes, entry)
         await writes.flush(session, self.clock, [entry.email for entry in committed])
@@ -223,7 +223,7 @@ class DeliveryJournal:
         """:meth:`_write` inside a :class:`SqliteWriter` transaction."""
         held = _fence_inline(connection, self.owner, *_fenced(group))
         committed = _committed(group, held)
-        writes = _Writes()
+        writes = _Writes(self.clock.now(), self.lease)
         for entry in committed:
             self._apply(writes, entry)
         writes.flush_inline(writer, connection, self.clock, [entry.email for entry in committed])
@@ -236,7 +236,7 @@ class DeliveryJournal:
         the same event and activity rows, the same status rule."""
         if event_type not in EVENT_TYPES:
             raise ValueError(f"unknown email event {event_type!r}")
-        now = self.clock.now()
+        now = writes.now
         event, activity = event_rows(writes.summary(email), event_type, dict(data or {}), now)
         writes.events.append(event)
         if activity is not None:
@@ -247,12 +247,12 @@ class DeliveryJournal:
 
     def _apply(self, writes: _Writes, entry: _Entry) -> None:
         email = entry.email
-        now = self.clock.now()
+        now = writes.now
         if entry.handover is not None:
             # Kept leased until the outcome is recorded; if this runner dies first, the
             # email comes due at the end of the lease and is settled, not re-sent.
             email.sent_at = now
-            email.due_at = email.lease_until = now + self.lease
+            email.due_at = email.lease_until = writes.lease_until
             self._record(writes, email, "sent")
             return
         _finish(email)
@@ -266,7 +266,6 @@ class DeliveryJournal:
             self._apply_simulated(writes, email, entry.simulated)
 
     def _apply_outcome(self, writes: _Writes, email: Email, outcome: Outcome) -> None:
-        clock = self.clock
         if isinstance(outcome, Accepted):
             email.last_error = None
             data: dict[str, object] = {"reply": outcome.reply}
@@ -285,7 +284,7 @@ class DeliveryJournal:
                 email.last_error = reason
                 self._record(writes, email, "failed", {"reason": reason})
                 return
-            email.due_at = clock.now() + delay
+            email.due_at = writes.now + delay
             self._record(
                 writes, email, "delivery_delayed",
                 {"reason": outcome.reason, "next_attempt_at": isoformat_ms(email.due_at)},
@@ -318,9 +317,15 @@ class DeliveryJournal:
 
 
 class _Writes:
-    """The rows a group adds, written with one executemany per table."""
+    """The rows a group adds, written with one executemany per table.
 
-    def __init__(self) -> None:
+    The group is recorded at one instant, ``now``: its rows share the datetime objects,
+    so each is converted for the database once (the events of an email keep their order
+    by their time-ordered ids)."""
+
+    def __init__(self, now: datetime, lease: timedelta) -> None:
+        self.now = now
+        self.lease_until = now + lease
         self.events: list[dict[str, Any]] = []
         self.activities: list[dict[str, Any]] = []
         # (team, address, reason, email id): added to the suppression list, once.
@@ -414,17 +419,17 @@ def _fenced(group: list[_Entry]) -> tuple[list[str], list[str]]:
 def _fence_inline(
     connection: sqlite3.Connection, owner: str, ids: list[str], handovers: list[str]
 ) -> set[str]:
-    """:func:`_fence` inside a :class:`SqliteWriter` transaction."""
-    sql = (
-        "UPDATE emails SET lease_owner = ?"
-        " WHERE id IN (SELECT value FROM json_each(?)) AND lease_owner = ?"
-    )
-    parameters: list[Any] = [owner, json.dumps(ids), owner]
+    """:func:`_fence` inside a :class:`SqliteWriter` transaction. Its ``BEGIN IMMEDIATE``
+    holds the database's write lock until the commit, so reading is enough: no other
+    writer can take a lease or cancel an email in between (and each row is rewritten
+    once, by the update that records the delivery, not twice)."""
+    sql = "SELECT id FROM emails WHERE id IN (SELECT value FROM json_each(?)) AND lease_owner = ?"
+    parameters: list[Any] = [json.dumps(ids), owner]
     if handovers:
         pending = ", ".join("?" for _ in PENDING_STATUSES)
         sql += f" AND (id NOT IN (SELECT value FROM json_each(?)) OR status IN ({pending}))"
         parameters += [json.dumps(handovers), *PENDING_STATUSES]
-    return {email_id for (email_id,) in connection.execute(sql + " RETURNING id", parameters)}
+    return {email_id for (email_id,) in connection.execute(sql, parameters)}
 
 
 async def _fence(

@@ -1,5 +1,6 @@
 """Delivery rules that need no I/O: the retry schedule, the relay URL, the simulator,
-which attachment targets are public, and how a fetch failure is classified."""
+which attachment targets are public, how a fetch failure is classified, and the DATA
+content a message becomes."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from datetime import timedelta
 
 import httpx
 import pytest
+from aiosmtplib.protocol import PERIOD_REGEX, normalize_message_line_endings
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mailbridge.errors import ConfigurationError
 from mailbridge.mail.attachments import (
@@ -18,8 +22,29 @@ from mailbridge.mail.attachments import (
 )
 from mailbridge.mail.providers import SmtpRelay
 from mailbridge.mail.providers.simulator import SimulatedRecipient, split_recipients
-from mailbridge.mail.providers.smtp import ehlo_name
+from mailbridge.mail.providers.smtp import data_content, ehlo_name
 from mailbridge.services.delivery_queue import RETRY_POLICY, RetryPolicy
+
+# --- DATA content ---------------------------------------------------------------------
+
+
+@given(
+    st.lists(st.sampled_from([b"a", b".", b"..", b"\r", b"\n", b"\r\n", b" ", b"x.y"]), max_size=30)
+)
+def test_data_content_is_aiosmtplibs_transformation(pieces: list[bytes]) -> None:
+    """Line ends made CRLF (lone CR or LF, a missing last one) and leading dots doubled,
+    exactly as aiosmtplib's own regular expressions would, for any mix of them."""
+    message = b"".join(pieces)
+    expected = PERIOD_REGEX.sub(b"..", normalize_message_line_endings(message))
+    assert data_content(message) == expected
+
+
+def test_a_clean_message_is_sent_as_it_is() -> None:
+    message = b"Subject: hi\r\n\r\nbody\r\n"
+    assert data_content(message) is message
+    assert data_content(b"Subject: hi\r\n\r\nbody") == message
+    assert data_content(b"Subject: hi\r\n\r\n.body\r\n") == b"Subject: hi\r\n\r\n..body\r\n"
+
 
 # --- the retry schedule ---------------------------------------------------------------
 

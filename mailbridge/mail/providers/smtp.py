@@ -67,6 +67,21 @@ _RECIPIENT_PROBLEM = re.compile(r"^\s*5\.[12]\.\d{1,3}\b")
 _TRANSPORT_ERRORS = (aiosmtplib.SMTPException, OSError, TimeoutError)
 
 
+def data_content(message: bytes) -> bytes:
+    """``message`` as DATA sends it: every line ending in CRLF (the last one too) and
+    a dot that starts a line doubled (RFC 5321 §4.5.2). A composed message is CRLF
+    throughout and rarely has a line starting with a dot: counting and one search tell,
+    without rewriting it byte by byte."""
+    line_ends = message.count(b"\r\n")
+    if message.count(b"\n") != line_ends or message.count(b"\r") != line_ends:
+        message = normalize_message_line_endings(message)
+    elif not message.endswith(b"\r\n"):
+        message += b"\r\n"
+    if message.startswith(b".") or b"\n." in message:
+        message = _LEADING_DOT.sub(b"..", message)
+    return message
+
+
 @dataclass(frozen=True)
 class SmtpRelay:
     host: str
@@ -248,7 +263,7 @@ class SmtpProvider:
     # --- a delivery ---------------------------------------------------------------
 
     async def prepare(self, delivery: Delivery, message: bytes) -> Handover | Outcome:
-        content = _LEADING_DOT.sub(b"..", normalize_message_line_endings(message))
+        content = data_content(message)
         try:
             book = self._book(delivery.attempt)
         except OSError as exc:
