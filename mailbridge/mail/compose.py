@@ -35,6 +35,7 @@ from email.header import Header
 from email.message import Message
 from email.policy import Compat32
 from email.utils import format_datetime, formataddr, getaddresses
+from typing import Any, Protocol
 from urllib.parse import quote
 
 from mailbridge.storage.tables import Email
@@ -78,6 +79,33 @@ _random = random.Random()
 _POLICY = _Policy(linesep="\r\n", max_line_length=78, cte_type="8bit")
 
 
+class Composable(Protocol):
+    """The fields of an email that composing reads (an ``Email`` row has them all)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def from_address(self) -> str: ...
+    @property
+    def to(self) -> list[str]: ...
+    @property
+    def cc(self) -> list[str]: ...
+    @property
+    def reply_to(self) -> list[str]: ...
+    @property
+    def subject(self) -> str: ...
+    @property
+    def html(self) -> str | None: ...
+    @property
+    def text(self) -> str | None: ...
+    @property
+    def headers(self) -> dict[str, Any]: ...
+    @property
+    def marketing(self) -> bool: ...
+    @property
+    def message_id(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class AttachmentPart:
     """An attachment's bytes, ready to be encoded (fetched already when it had a ``path``)."""
@@ -108,7 +136,7 @@ def unsubscribe_mailto(email: Email, domain_name: str, return_path: str = "send"
 
 
 def compose(
-    email: Email,
+    email: Composable,
     attachments: Sequence[AttachmentPart] = (),
     *,
     date: datetime,
@@ -159,6 +187,7 @@ def _flatten(message: Message) -> bytes | None:
 
 
 _GENERATOR_HANDLED = ("message", "multipart/signed")
+_MULTIPART = re.compile(r'multipart/[a-z]+; boundary="(=_[0-9a-f]{24})"')
 
 
 def _flatten_into(part: Message, pieces: list[str]) -> bool:
@@ -172,9 +201,11 @@ def _flatten_into(part: Message, pieces: list[str]) -> bool:
         return False
     payload = part.get_payload()
     if isinstance(payload, list):
-        boundary = part.get_boundary()
-        if not boundary or not content_type.startswith("multipart/"):
+        # The Content-Type _multipart writes (get_boundary's general parsing costs more).
+        found = _MULTIPART.fullmatch(str(part.get("Content-Type", "")))
+        if found is None:
             return False
+        boundary = found.group(1)
         pieces.append(f"--{boundary}\r\n")
         for index, child in enumerate(payload):
             if index:
@@ -192,7 +223,7 @@ def _flatten_into(part: Message, pieces: list[str]) -> bool:
 
 
 def _headers(
-    email: Email, date: datetime, unsubscribe: Unsubscribe | None
+    email: Composable, date: datetime, unsubscribe: Unsubscribe | None
 ) -> list[tuple[str, str | Header]]:
     headers: list[tuple[str, str | Header]] = [("From", _addresses([email.from_address]))]
     headers.append(("To", _addresses(email.to)))

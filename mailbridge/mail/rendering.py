@@ -43,6 +43,23 @@ BATCH_LIMIT = 32
 PARENT_CHECK_EVERY = 0.5  # seconds
 
 
+@dataclass(frozen=True, slots=True)
+class _Fields:
+    """:data:`EMAIL_FIELDS` as composing reads them (an ``Email`` object costs ~20 µs)."""
+
+    id: str
+    from_address: str
+    to: list[str]
+    cc: list[str]
+    reply_to: list[str]
+    subject: str
+    html: str | None
+    text: str | None
+    headers: dict[str, Any]
+    marketing: bool
+    message_id: str
+
+
 @dataclass(frozen=True)
 class Tracking:
     base_url: str
@@ -86,7 +103,7 @@ def compose_job(job: RenderJob) -> bytes:
             click_tracking=job.tracking.click_tracking,
         )
     return compose(
-        Email(**job.email),
+        _Fields(**job.email),
         job.attachments,
         date=job.date,
         unsubscribe=job.unsubscribe,

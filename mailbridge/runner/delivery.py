@@ -251,16 +251,15 @@ class DeliveryWorker:
         return self._write_lock if self.context.database.is_sqlite else contextlib.nullcontext()
 
     async def _claim_and_start(self, limit: int) -> int:
-        async with self._writing(), self.context.database.session() as session:
-            batch = await delivery_queue.claim_due(
-                session,
+        async with self._writing():
+            batch = await delivery_queue.claim(
+                self.context.database,
                 self.context.clock.now(),
                 self.owner,
                 self.lease,
                 limit,
                 busy=set(self._busy.values()),
             )
-            await session.commit()
         self._start(batch)
         return len(batch.emails)
 

@@ -16,6 +16,8 @@ name, see ``mail.providers.base``).
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -24,6 +26,9 @@ from sqlalchemy import ColumnElement, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import defer
 
+from mailbridge.storage.database import Database
+from mailbridge.storage.queries import table_of
+from mailbridge.storage.sqlite_writer import SqliteWriter
 from mailbridge.storage.tables import Domain, Email, EmailAttachment
 
 PENDING_STATUSES = ("queued", "scheduled", "delivery_delayed")
@@ -104,6 +109,60 @@ async def claim_due(
     )
     emails = list((await session.scalars(statement)).all())
     return await _with_related(session, emails, {})
+
+
+async def claim(
+    database: Database,
+    now: datetime,
+    owner: str,
+    lease: timedelta,
+    limit: int,
+    busy: Collection[str] = (),
+) -> ClaimedBatch:
+    """:func:`claim_due` in a transaction of its own; on a SQLite file, inline through
+    the database's :class:`SqliteWriter` (one statement, rows decoded straight into
+    detached objects: a claim through the ORM cost more than the rest of a delivery's
+    bookkeeping)."""
+    writer = database.sqlite_writer
+    if writer is None:
+        async with database.session() as session:
+            batch = await claim_due(session, now, owner, lease, limit, busy)
+            await session.commit()
+        return batch
+    emails = await writer.transaction(
+        lambda connection: _claim_inline(writer, connection, now, owner, lease, limit, busy)
+    )
+    async with database.session() as session:
+        return await _with_related(session, emails, {})
+
+
+def _claim_inline(
+    writer: SqliteWriter,
+    connection: sqlite3.Connection,
+    now: datetime,
+    owner: str,
+    lease: timedelta,
+    limit: int,
+    busy: Collection[str],
+) -> list[Email]:
+    """:func:`claim_due`'s statement inside a :class:`SqliteWriter` transaction."""
+    decoder = writer.decoder(table_of(Email))
+    instant = table_of(Email).c.due_at.type
+    statuses = ", ".join("?" for _ in PENDING_STATUSES)
+    sql = (
+        "UPDATE emails SET lease_owner = ?, lease_until = ?, attempts = attempts + 1"
+        " WHERE id IN (SELECT id FROM emails"
+        f" WHERE due_at <= ? AND status IN ({statuses})"
+        " AND (lease_until IS NULL OR lease_until < ?)"
+        " AND id NOT IN (SELECT value FROM json_each(?))"
+        f" ORDER BY due_at LIMIT ?) RETURNING {decoder.columns}"
+    )
+    stamp = writer.value(instant, now)
+    parameters = [
+        owner, writer.value(instant, now + lease), stamp, *PENDING_STATUSES, stamp,
+        json.dumps(list(busy)), limit,
+    ]  # fmt: skip
+    return [decoder.entity(Email, row) for row in connection.execute(sql, parameters)]
 
 
 async def claim_unsettled(

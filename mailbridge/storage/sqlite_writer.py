@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import JSON, Column, Dialect, Table
+from sqlalchemy.orm import class_mapper
 from sqlalchemy.types import TypeEngine
 
 from mailbridge.storage.checkpoints import WalCheckpointer
@@ -72,6 +73,7 @@ class SqliteWriter:
         self._busy_timeout = busy_timeout
         self._connection: sqlite3.Connection | None = None
         self._encoders: dict[tuple[str, tuple[str, ...]], RowEncoder] = {}
+        self._decoders: dict[str, RowDecoder] = {}
 
     async def transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work(connection)`` in one write transaction, committed if it returns and
@@ -134,6 +136,13 @@ class SqliteWriter:
             encoder = self.encoder(table, keys)
             connection.executemany(encoder.update_sql, encoder.encode(rows))
 
+    def decoder(self, table: Table) -> RowDecoder:
+        """The (cached) decoder of whole rows of ``table``."""
+        decoder = self._decoders.get(table.name)
+        if decoder is None:
+            decoder = self._decoders[table.name] = RowDecoder(table, self.dialect)
+        return decoder
+
     def value(self, type_: TypeEngine[Any], value: Any) -> Any:
         """One parameter as a column of ``type_`` stores it (for hand-written statements)."""
         processor = type_.dialect_impl(self.dialect).bind_processor(self.dialect)
@@ -195,6 +204,36 @@ class RowEncoder:
                 values[index] = encode(values[index])
             encoded.append(tuple(values))
         return encoded
+
+
+class RowDecoder:
+    """Rows of one table as this connection reads them (every column, in the table's
+    order: :attr:`columns` is the select list) → the values SQLAlchemy would give, by
+    the columns' own result processors; and → detached ORM objects of ``entity``, built
+    without the unit of work's loading machinery."""
+
+    def __init__(self, table: Table, dialect: Dialect) -> None:
+        quote = dialect.identifier_preparer.quote
+        self.columns = ", ".join(quote(column.name) for column in table.columns)
+        self.keys = [column.key for column in table.columns]
+        self._decoders: list[tuple[int, Callable[[Any], Any]]] = []
+        for index, column in enumerate(table.columns):
+            processor = column.type.dialect_impl(dialect).result_processor(dialect, None)
+            if processor is not None:
+                self._decoders.append((index, processor))
+
+    def decode(self, row: Sequence[Any]) -> dict[str, Any]:
+        values = list(row)
+        for index, decode in self._decoders:
+            values[index] = decode(values[index])
+        return dict(zip(self.keys, values, strict=True))
+
+    def entity(self, entity: type[T], row: Sequence[Any]) -> T:
+        """``row`` as an instance of the mapped class ``entity``, as if loaded and then
+        detached from its session: attributes set, no pending changes."""
+        instance: T = class_mapper(entity).class_manager.new_instance()
+        instance.__dict__.update(self.decode(row))
+        return instance
 
 
 def _shortcut(column: Column[Any], processor: Callable[[Any], Any]) -> Callable[[Any], Any]:

@@ -21,7 +21,7 @@ from mailbridge.services.delivery_queue import RETRY_POLICY
 from mailbridge.storage.database import Database
 from mailbridge.storage.tables import Domain, Email, EmailEvent
 from tests.integration.conftest import Tenants
-from tests.integration.email_factory import add_domain, add_email, load_email
+from tests.integration.email_factory import Attachment, add_domain, add_email, load_email
 from tests.smtp_listener import smtp_listener
 
 LEASE = timedelta(seconds=120)
@@ -44,10 +44,35 @@ async def shop(fake_context: ServiceContext) -> Domain:
 
 
 async def claim(context: ServiceContext, owner: str, limit: int) -> list[str]:
-    async with context.database.session() as session:
-        batch = await delivery_queue.claim_due(session, context.clock.now(), owner, LEASE, limit)
-        await session.commit()
+    """As the runner claims: inline on SQLite, through a session on PostgreSQL."""
+    batch = await delivery_queue.claim(context.database, context.clock.now(), owner, LEASE, limit)
     return [email.id for email in batch.emails]
+
+
+async def test_a_claimed_email_reads_as_the_orm_loads_it(
+    fake_context: ServiceContext, shop: Domain
+) -> None:
+    """Every column of a claimed email — JSON lists and objects, instants, flags — has
+    the value a session loads, and its related rows come along."""
+    added = await add_email(
+        fake_context, shop, to=["Ann <ann@corp.io>", "bob@corp.io"], cc=["cc@corp.io"],
+        reply_to=["help@shop.io"], headers={"X-Campaign": "spring"}, marketing=True,
+        attachments=[Attachment("a.txt", b"hello")], subject="Grüße",
+    )  # fmt: skip
+    busy = await add_email(fake_context, shop)
+    batch = await delivery_queue.claim(
+        fake_context.database, fake_context.clock.now(), "me", LEASE, 10, busy=[busy.id]
+    )
+    [claimed] = batch.emails
+    loaded = await load_email(fake_context, added.id)
+    for column in Email.__table__.columns:
+        assert getattr(claimed, column.key) == getattr(loaded, column.key), column.key
+    assert claimed.lease_owner == "me" and claimed.attempts == 1
+    assert claimed.created_at.tzinfo is not None and isinstance(claimed.marketing, bool)
+    assert batch.domains[shop.id].name == shop.name
+    assert [attachment.filename for attachment in batch.attachments[added.id]] == ["a.txt"]
+    claimed.status = "sent"  # a detached object: changes stay on it
+    assert (await load_email(fake_context, added.id)).status == "queued"
 
 
 async def test_claims_take_due_emails_oldest_first_and_lease_them(
