@@ -1,6 +1,6 @@
 """Rendering a message — composing it and DKIM-signing it — here or in another process.
 
-Composing and signing are the CPU-heavy part of a delivery (~0.8 ms a message, half of
+Composing and signing are the CPU-heavy part of a delivery (~0.5 ms a message, most of
 it the RSA operation) and pure: a :class:`RenderJob` in, bytes out. The delivery
 worker's event loop also runs the SMTP conversations and the database bookkeeping,
 so on a machine with a second core the renderer moves the work there:
