@@ -26,6 +26,7 @@ test: install lint types
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 types: install
 	$(BIN)/mypy

@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 
 from mailbridge.errors import InvalidFromAddress, InvalidToAddress
 from mailbridge.mail.addresses import parse_mailbox, parse_recipient
-from mailbridge.services.email_requests import SendEmailRequest
+from mailbridge.services.email import SendEmailRequest
 from mailbridge.storage.types import new_id
 
 app = FastAPI()

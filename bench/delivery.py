@@ -35,9 +35,9 @@ from mailbridge.config import Settings
 from mailbridge.mail import dkim
 from mailbridge.mail.compose import compose
 from mailbridge.runner.delivery import DeliveryWorker, default_render_processes
-from mailbridge.services import domains, teams
+from mailbridge.services import accounts, domains
 from mailbridge.services.context import ServiceContext
-from mailbridge.services.delivery_messages import envelope_sender
+from mailbridge.services.email import envelope_sender
 from mailbridge.storage.database import Database
 from mailbridge.storage.migrate import upgrade
 from mailbridge.storage.tables import Domain, Email, EmailEvent
@@ -63,7 +63,7 @@ class Figures:
 async def seed(context: ServiceContext, count: int) -> tuple[Domain, list[Email]]:
     clock = context.clock
     async with context.database.session() as session:
-        team = await teams.create_team(session, clock, "bench", "pro")
+        team = await accounts.create_team(session, clock, "bench", "pro")
         domain = await domains.create_domain(
             session, clock, context.settings, team.id, "shop.io", verified=True
         )

@@ -32,8 +32,9 @@ from pathlib import Path
 from mailbridge.clock import FakeClock, SystemClock
 from mailbridge.config import Settings
 from mailbridge.engine import Engine, Event, MemoryBackend, MemoryReferences, TemplateContent, build
-from mailbridge.services.automation_backend import sql_engine
+from mailbridge.services.automations import sql_engine
 from mailbridge.services.context import ServiceContext
+from mailbridge.steps import VOCABULARY
 from mailbridge.storage.database import Database
 from mailbridge.storage.migrate import upgrade
 from tests.integration.automation_setup import (
@@ -91,9 +92,9 @@ async def _memory_baseline(runs: int) -> float:
     backend.add_segment("segment")
     content = TemplateContent("template", "Shop <news@shop.io>", "Welcome", "<p>Hi</p>", None)
     references = MemoryReferences("shop.io", {"template": content}, {"segment"})
-    graph = build(five_steps("template", "segment"), FIVE_STEP_CONNECTIONS, references)
+    graph = build(VOCABULARY, five_steps("template", "segment"), FIVE_STEP_CONNECTIONS, references)
     backend.add_automation(graph, team_id="team", audience_id="audience", domain="shop.io")
-    engine = Engine(backend, clock)
+    engine = Engine(backend, clock, VOCABULARY)
     for number in range(runs):
         await engine.emit(Event("team", "signed_up", email=f"member{number}@mail.net"))
     started = time.perf_counter()

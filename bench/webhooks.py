@@ -47,10 +47,10 @@ from mailbridge.mail.keepalive import KeepAliveTransport
 from mailbridge.runner import Runner
 from mailbridge.runner.activity import ActivityDispatcher
 from mailbridge.runner.webhooks import WebhookWorker
-from mailbridge.services import teams, webhooks
+from mailbridge.services import accounts, webhooks
 from mailbridge.services.activity import record_event
-from mailbridge.services.activity_dispatch import default_consumers
 from mailbridge.services.context import ServiceContext
+from mailbridge.services.webhooks import default_consumers
 from mailbridge.storage.database import Database
 from mailbridge.storage.migrate import upgrade
 from mailbridge.storage.tables import ActivityEvent, WebhookDelivery
@@ -112,7 +112,7 @@ async def seed(context: ServiceContext, endpoint: str, count: int) -> tuple[str,
     """A team with one webhook and ``count`` undispatched events: (team id, secret)."""
     clock = context.clock
     async with context.database.session() as session:
-        team = await teams.create_team(session, clock, "bench", "pro")
+        team = await accounts.create_team(session, clock, "bench", "pro")
         hook = await webhooks.create_webhook(
             session, clock, context.settings, team.id, endpoint, [EVENT]
         )

@@ -33,6 +33,7 @@ from mailbridge.engine import (
     TemplateContent,
     build,
 )
+from mailbridge.steps import VOCABULARY
 
 TEAM, AUDIENCE, DOMAIN = "acme", "customers", "acme.io"
 
@@ -102,7 +103,7 @@ def show_broken_graph() -> list[str]:
     ]
     connections = [*CONNECTIONS[:3], {"from": "activated", "to": "nudge"}]  # type "default"
     try:
-        build(steps, connections, REFERENCES)
+        build(VOCABULARY, steps, connections, REFERENCES)
     except GraphInvalid as invalid:
         return [str(problem) for problem in invalid.problems]
     raise AssertionError("the broken graph was accepted")
@@ -114,7 +115,7 @@ async def run_example() -> Summary:
     for problem in summary.problems:
         print(f"  - {problem}")
 
-    graph = build(STEPS, CONNECTIONS, REFERENCES)  # raises GraphInvalid when broken
+    graph = build(VOCABULARY, STEPS, CONNECTIONS, REFERENCES)  # raises GraphInvalid when broken
     print(f"\nBuilt {len(graph.steps)} steps; stored types: {[s.type for s in graph]}")
 
     backend = MemoryBackend()
@@ -122,7 +123,7 @@ async def run_example() -> Summary:
         graph, team_id=TEAM, audience_id=AUDIENCE, domain=DOMAIN
     )  # enabled, version 1
     clock = FakeClock()
-    engine = Engine(backend, clock)
+    engine = Engine(backend, clock, VOCABULARY)
 
     # Two people sign up: each event starts a run (and creates the contact by address).
     for email, plan in [("ada@example.com", "pro"), ("bob@example.com", "free")]:

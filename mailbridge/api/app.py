@@ -37,9 +37,9 @@ from mailbridge.api.routers import (
 from mailbridge.api.send_path import SendPath
 from mailbridge.config import Settings
 from mailbridge.runner import Runner
+from mailbridge.services.accounts import RequestLogSink
 from mailbridge.services.context import ServiceContext
-from mailbridge.services.email_acceptance import EmailWriter
-from mailbridge.services.request_logs import RequestLogSink
+from mailbridge.services.email import EmailWriter
 
 # Order matters for speed: routes are matched one by one, so the send path comes first.
 ROUTERS = (

@@ -8,9 +8,8 @@ from typing import Annotated
 from fastapi import Depends, Query, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from mailbridge.services.auth import Action, Principal
+from mailbridge.services.accounts import Action, Principal, RequestLogSink
 from mailbridge.services.context import ServiceContext
-from mailbridge.services.request_logs import RequestLogSink
 from mailbridge.storage.pagination import PageRequest
 
 # Every dependency here is ``async``: FastAPI runs plain ``def`` dependencies in a

@@ -16,9 +16,15 @@ from dataclasses import dataclass, field
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mailbridge.errors import ApiError, ApplicationError, MissingUserAgent
-from mailbridge.services.auth import Principal, authenticate, bearer_token
+from mailbridge.services.accounts import (
+    CapturedBody,
+    LogEntry,
+    Principal,
+    RequestLogSink,
+    authenticate,
+    bearer_token,
+)
 from mailbridge.services.context import ServiceContext
-from mailbridge.services.request_logs import CapturedBody, LogEntry, RequestLogSink
 
 logger = logging.getLogger(__name__)
 

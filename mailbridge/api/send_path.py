@@ -25,11 +25,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from mailbridge.api.bodies import validate_body
 from mailbridge.api.envelope import known_error_response
 from mailbridge.errors import ValidationError
-from mailbridge.services import emails
-from mailbridge.services.auth import Action, Principal
+from mailbridge.services import email as emails
+from mailbridge.services.accounts import Action, Principal
 from mailbridge.services.context import ServiceContext
-from mailbridge.services.email_acceptance import EmailWriter
-from mailbridge.services.email_requests import SendEmailRequest
+from mailbridge.services.email import EmailWriter, SendEmailRequest
 from mailbridge.storage.json_text import json_encoder
 
 SEND_PATHS = {"/emails": False, "/emails/batch": True}  # path -> batch
@@ -50,7 +49,7 @@ async def answer_send(
     *,
     batch: bool,
     idempotency_key: str | None,
-) -> emails.Answer:
+) -> emails.SendAnswer:
     """Validate a parsed send body (one email, or a batch's list) and send it."""
     if not batch:
         bodies = [validate_body(SendEmailRequest, payload)]
@@ -58,7 +57,7 @@ async def answer_send(
         bodies = [validate_body(SendEmailRequest, item, (i,)) for i, item in enumerate(payload)]
     else:
         raise ValidationError("The body of POST /emails/batch is a JSON array of emails.")
-    return await emails.send(
+    return await emails.send_email(
         context, writer, principal, bodies, batch=batch,
         idempotency_key=idempotency_key, payload=payload,
     )  # fmt: skip
@@ -68,7 +67,7 @@ async def answer_send(
 _ANSWER_JSON = json_encoder((",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def answer_response(answer: emails.Answer) -> Response:
+def answer_response(answer: emails.SendAnswer) -> Response:
     return Response(
         _ANSWER_JSON(answer.body).encode(), status_code=answer.status, headers=answer.headers,
         media_type="application/json",

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.cli.operator import TeamOption, with_session
 from mailbridge.cli.output import emit
 from mailbridge.errors import ValidationError
-from mailbridge.services import domains, teams
+from mailbridge.services import accounts, domains
 from mailbridge.services.context import ServiceContext
 
 domains_app = typer.Typer(help="Sending domains (operator side).", no_args_is_help=True)
@@ -35,7 +35,7 @@ def domains_add(
     """
 
     async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
-        owner = await teams.resolve_team(session, team)
+        owner = await accounts.resolve_team(session, team)
         existing = await domains.find_domain(session, owner.id, domains.normalize_name(name))
         if existing is not None and not verified:
             raise ValidationError(f"{existing.name} exists already in team {owner.name}.")

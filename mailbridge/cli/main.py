@@ -24,7 +24,7 @@ from mailbridge.cli.output import run
 from mailbridge.cli.webhooks import webhooks_app
 from mailbridge.config import Settings
 from mailbridge.runner import Runner
-from mailbridge.services import api_keys, teams
+from mailbridge.services import accounts
 from mailbridge.services.context import ServiceContext
 from mailbridge.storage.migrate import upgrade
 
@@ -146,10 +146,10 @@ def bootstrap(
         context = ServiceContext.from_settings(settings)
         try:
             async with context.database.session() as session:
-                if await teams.count_teams(session):
+                if await accounts.count_teams(session):
                     return None
-                team = await teams.create_team(session, context.clock, "default")
-                _key, token = await api_keys.create_api_key(
+                team = await accounts.create_team(session, context.clock, "default")
+                _key, token = await accounts.create_api_key(
                     session, context.clock, team.id, "first key"
                 )
                 return token

@@ -12,10 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.cli.output import emit, run
 from mailbridge.clock import isoformat_ms
 from mailbridge.config import Settings
-from mailbridge.services import api_keys, teams
-from mailbridge.services.api_keys import Permission, api_key_view
+from mailbridge.services import accounts
+from mailbridge.services.accounts import Permission, Role, api_key_view
 from mailbridge.services.context import ServiceContext
-from mailbridge.services.teams import Role
 from mailbridge.storage.migrate import upgrade
 
 T = TypeVar("T")
@@ -72,7 +71,7 @@ def teams_create(
     """Create a team."""
 
     async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
-        return team_view(await teams.create_team(session, context.clock, name, plan))
+        return team_view(await accounts.create_team(session, context.clock, name, plan))
 
     emit(with_session(action))
 
@@ -94,9 +93,9 @@ def keys_create(
     """Create an API key and print it with its token (shown this once only)."""
 
     async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
-        owner = await teams.resolve_team(session, team)
+        owner = await accounts.resolve_team(session, team)
         expires = context.clock.now() + timedelta(days=expires_in_days) if expires_in_days else None
-        key, token = await api_keys.create_api_key(
+        key, token = await accounts.create_api_key(
             session, context.clock, owner.id, name, permission, domain, expires
         )
         return {"object": "api_key", **api_key_view(key), "team_id": owner.id, "token": token}
@@ -109,7 +108,7 @@ def keys_revoke(key_id: Annotated[str, typer.Argument(help="the key's id")]) -> 
     """Revoke an API key at once."""
 
     async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
-        key = await api_keys.revoke_api_key(session, context.clock, None, key_id)
+        key = await accounts.revoke_api_key(session, context.clock, None, key_id)
         return {"object": "api_key", "id": key.id, "revoked_at": isoformat_ms(key.revoked_at)}
 
     emit(with_session(action))
@@ -124,8 +123,8 @@ def members_add(
     """Add a member and print a session token for them (the dashboard's credential)."""
 
     async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
-        owner = await teams.resolve_team(session, team)
-        member, token = await teams.add_member(session, context.clock, owner, email, role)
+        owner = await accounts.resolve_team(session, team)
+        member, token = await accounts.add_team_member(session, context.clock, owner, email, role)
         return {
             "object": "member",
             "id": member.id,

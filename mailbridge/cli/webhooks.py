@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.cli.operator import TeamOption, with_session
 from mailbridge.cli.output import emit
-from mailbridge.services import teams, webhooks
+from mailbridge.services import accounts, webhooks
 from mailbridge.services.context import ServiceContext
 from mailbridge.storage.pagination import PageRequest
 
@@ -28,7 +28,7 @@ def webhooks_list(
     """The team's webhooks, newest first (the list object of GET /webhooks)."""
 
     async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
-        owner = await teams.resolve_team(session, team)
+        owner = await accounts.resolve_team(session, team)
         page = await webhooks.list_webhooks(session, owner.id, PageRequest.parse(limit, after))
         return {
             "object": "list",
@@ -44,7 +44,7 @@ def webhooks_get(webhook_id: WebhookId, team: TeamOption = None) -> None:
     """One webhook (without its secret)."""
 
     async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
-        owner = await teams.resolve_team(session, team)
+        owner = await accounts.resolve_team(session, team)
         return webhooks.webhook_view(await webhooks.get_webhook(session, owner.id, webhook_id))
 
     emit(with_session(action))
@@ -61,7 +61,7 @@ def webhooks_create(
     """Register a webhook; prints it with its signing secret, shown only now."""
 
     async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
-        owner = await teams.resolve_team(session, team)
+        owner = await accounts.resolve_team(session, team)
         hook = await webhooks.create_webhook(
             session, context.clock, context.settings, owner.id, endpoint, event
         )
@@ -75,7 +75,7 @@ def webhooks_delete(webhook_id: WebhookId, team: TeamOption = None) -> None:
     """Remove a webhook and its queued deliveries."""
 
     async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
-        owner = await teams.resolve_team(session, team)
+        owner = await accounts.resolve_team(session, team)
         hook = await webhooks.delete_webhook(session, owner.id, webhook_id)
         return {"object": "webhook", "id": str(hook.id), "deleted": True}
 

@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from mailbridge import steps as step_kinds  # read at call time: the steps import the engine
 from mailbridge.clock import Clock
 from mailbridge.engine.conditions import holds
+from mailbridge.engine.execution import Execution
 from mailbridge.engine.graph import Graph
 from mailbridge.engine.ports import AutomationRef, Backend, Event, Transaction
 from mailbridge.engine.runs import (
@@ -42,7 +42,7 @@ from mailbridge.engine.runs import (
     Wait,
     record_id,
 )
-from mailbridge.steps.base import Execution
+from mailbridge.engine.vocabulary import Vocabulary
 
 logger = logging.getLogger(__name__)
 
@@ -72,10 +72,16 @@ def _uuid4() -> str:
 
 class Engine:
     def __init__(
-        self, backend: Backend, clock: Clock, *, new_run_id: Callable[[], str] = _uuid4
+        self,
+        backend: Backend,
+        clock: Clock,
+        vocabulary: Vocabulary,
+        *,
+        new_run_id: Callable[[], str] = _uuid4,
     ) -> None:
         self.backend = backend
         self.clock = clock
+        self.vocabulary = vocabulary
         self._new_run_id = new_run_id
         self._graphs: dict[tuple[str, int], Graph] = {}  # versions never change
 
@@ -235,7 +241,7 @@ class Engine:
                 self._finish(run, RunStatus.FAILED, now)
                 break
             step = graph.step(run.step_key)
-            kind = step_kinds.BY_STORED_NAME[step.type]
+            kind = self.vocabulary.by_stored[step.type]
             outcome = await kind.execute(Execution(run, step, automation, now, tx))
             executed += 1
             run.context["executed"] = sequence = int(run.context.get("executed", 0)) + 1
@@ -290,7 +296,7 @@ class Engine:
         started = datetime.fromisoformat(parked_at) if parked_at else now
         parked_output = run.context.pop("parked_output", None)
         output = output if output is not None else parked_output
-        kind = step_kinds.BY_STORED_NAME[step.type]
+        kind = self.vocabulary.by_stored[step.type]
         await tx.runs.record(
             StepRecord(
                 record_id(run.id, step.key), run.id, step.id, step.key, kind.name, status,

@@ -4,7 +4,7 @@ The engine reads and writes the world only through a :class:`Transaction`, opene
 a :class:`Backend`: everything a transaction did is committed together or not at all
 — a run's state change, its step record, the email its send step created, the
 contact its update step changed. ``mailbridge.engine.memory`` implements the ports in
-memory (unit tests, embedding); ``mailbridge.services.automation_backend`` implements
+memory (unit tests, embedding); ``mailbridge.services.automations._backend`` implements
 them on the database.
 
 Contacts cross the ports as plain dicts: ``{id, audience_id, email, first_name,
@@ -13,13 +13,17 @@ last_name, unsubscribed, properties}``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mailbridge.engine.graph import Graph
-from mailbridge.engine.runs import Run, StepRecord
+from mailbridge.engine.runs import Outcome, Run, StepRecord
+
+if TYPE_CHECKING:
+    from mailbridge.engine.execution import Execution
 
 Contact = dict[str, Any]
 
@@ -213,3 +217,40 @@ class References(Protocol):
         ...
 
     def segment_exists(self, segment_id: str) -> bool: ...
+
+
+class StepKind(Protocol):
+    """A step type the engine can check, convert and execute (``mailbridge.steps`` holds
+    the built-in ones; an embedding program may add its own). The engine knows the kinds
+    only through the :class:`~mailbridge.engine.vocabulary.Vocabulary` it is given."""
+
+    @property
+    def name(self) -> str:
+        """The type's name in the public vocabulary (``send_email``)."""
+        ...
+
+    @property
+    def stored_name(self) -> str:
+        """The type's name in the stored vocabulary (``send``)."""
+        ...
+
+    @property
+    def edges(self) -> frozenset[str]:
+        """The connection types that may leave a step of this type."""
+        ...
+
+    def check(self, config: object, references: References) -> list[str]:
+        """Problems with a public config, one line each (empty: valid)."""
+        ...
+
+    def to_stored(self, config: Mapping[str, Any], references: References) -> dict[str, Any]:
+        """A checked public config in the stored vocabulary."""
+        ...
+
+    def to_public(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """A stored config in the public vocabulary."""
+        ...
+
+    async def execute(self, execution: Execution) -> Outcome:
+        """Run one step of one run inside the engine's transaction; what happens next."""
+        ...

@@ -17,9 +17,9 @@ from typing import Any
 
 import networkx as nx
 
-from mailbridge import steps as step_kinds  # read at call time: the steps import the engine
 from mailbridge.engine.graph import CONNECTION_TYPES, MAX_STEPS, Connection, Graph, Step, Trigger
 from mailbridge.engine.ports import References
+from mailbridge.engine.vocabulary import Vocabulary
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class _Parsed:
     connections: list[Connection]
 
 
-def _parse_steps(raw: object, problems: list[Problem]) -> _Parsed:
+def _parse_steps(vocabulary: Vocabulary, raw: object, problems: list[Problem]) -> _Parsed:
     parsed = _Parsed(None, [], [], [])
     if not isinstance(raw, list) or not raw:
         problems.append(Problem(None, "`steps` must be a list holding a trigger step"))
@@ -80,11 +80,11 @@ def _parse_steps(raw: object, problems: list[Problem]) -> _Parsed:
             elif parsed.trigger is None:
                 domain = config.get("domain")
                 parsed.trigger = Trigger(key, event_name.strip(), domain)
-        elif kind in step_kinds.BY_PUBLIC_NAME:
+        elif kind in vocabulary.by_public:
             step_id = item.get("id")
             parsed.steps.append((key, kind, config, step_id if isinstance(step_id, str) else None))
         else:
-            known = ", ".join(step_kinds.BY_PUBLIC_NAME)
+            known = ", ".join(vocabulary.by_public)
             problems.append(Problem(key, f"unknown step type {kind!r} (one of {known})"))
     if triggers != 1:
         problems.append(Problem(None, f"a graph has exactly one trigger step, not {triggers}"))
@@ -122,9 +122,9 @@ def _parse_connections(raw: object, keys: set[str], problems: list[Problem]) -> 
     return connections
 
 
-def _check_edges(parsed: _Parsed, problems: list[Problem]) -> None:
+def _check_edges(vocabulary: Vocabulary, parsed: _Parsed, problems: list[Problem]) -> None:
     assert parsed.trigger is not None
-    allowed = {key: step_kinds.BY_PUBLIC_NAME[kind].edges for key, kind, _, _ in parsed.steps}
+    allowed = {key: vocabulary.by_public[kind].edges for key, kind, _, _ in parsed.steps}
     for key in parsed.trigger_keys:  # a second trigger is reported already; do not crash on it
         allowed[key] = frozenset({"default"})
     seen: set[tuple[str, str]] = set()
@@ -160,6 +160,7 @@ def _check_shape(parsed: _Parsed, problems: list[Problem]) -> None:
 
 
 def build(
+    vocabulary: Vocabulary,
     steps: object,
     connections: object,
     references: References,
@@ -167,20 +168,21 @@ def build(
     previous: Graph | None = None,
     new_id: Callable[[], str] = _new_id,
 ) -> Graph:
-    """The stored-vocabulary graph of a public ``steps`` + ``connections``, or
+    """The stored-vocabulary graph of a public ``steps`` + ``connections`` (step types
+    from ``vocabulary``), or
     :class:`GraphInvalid` naming every problem. Steps keep the ids they had in
     ``previous`` (matched by key)."""
     problems: list[Problem] = []
-    parsed = _parse_steps(steps, problems)
+    parsed = _parse_steps(vocabulary, steps, problems)
     keys = {key for key, _, _, _ in parsed.steps} | set(parsed.trigger_keys)
     parsed.connections = _parse_connections(connections, keys, problems)
     for key, kind, config, _ in parsed.steps:
         problems.extend(
             Problem(key, message)
-            for message in step_kinds.BY_PUBLIC_NAME[kind].check(config, references)
+            for message in vocabulary.by_public[kind].check(config, references)
         )
     if parsed.trigger is not None:
-        _check_edges(parsed, problems)
+        _check_edges(vocabulary, parsed, problems)
         _check_shape(parsed, problems)
     if problems:
         raise GraphInvalid(problems)
@@ -190,9 +192,9 @@ def build(
         Step(
             kept.get(key) or new_id(),
             key,
-            step_kinds.BY_PUBLIC_NAME[kind].stored_name,
+            vocabulary.by_public[kind].stored_name,
             position,
-            step_kinds.BY_PUBLIC_NAME[kind].to_stored(config, references),
+            vocabulary.by_public[kind].to_stored(config, references),
         )
         for position, (key, kind, config, _) in enumerate(parsed.steps)
     )

@@ -14,9 +14,9 @@ import contextlib
 import logging
 from collections.abc import Sequence
 
-from mailbridge.services import activity_dispatch
-from mailbridge.services.activity_dispatch import ActivityConsumer
+from mailbridge.services import webhooks
 from mailbridge.services.context import ServiceContext
+from mailbridge.services.webhooks import ActivityConsumer
 
 logger = logging.getLogger(__name__)
 
@@ -74,9 +74,7 @@ class ActivityDispatcher:
     async def dispatch_once(self) -> int:
         writing = self.write_lock if self.context.database.is_sqlite else contextlib.nullcontext()
         async with writing:
-            return await activity_dispatch.dispatch_batch(
-                self.context, self.consumers, self.batch_size
-            )
+            return await webhooks.dispatch_batch(self.context, self.consumers, self.batch_size)
 
     async def dispatch_all(self) -> int:
         """Dispatch until nothing waits (tests, operators); the number dispatched."""
@@ -87,7 +85,7 @@ class ActivityDispatcher:
 
     async def _waiting(self) -> bool:
         async with self.context.database.session() as session:
-            return await activity_dispatch.any_undispatched(session)
+            return await webhooks.any_undispatched(session)
 
     async def _wake_on(self, stopping: asyncio.Event) -> None:
         await stopping.wait()

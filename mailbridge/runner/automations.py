@@ -14,7 +14,7 @@ import time
 from contextlib import suppress
 
 from mailbridge.engine.engine import Progress
-from mailbridge.services.automation_backend import sql_engine
+from mailbridge.services.automations import sql_engine
 from mailbridge.services.context import ServiceContext
 
 logger = logging.getLogger(__name__)

@@ -42,16 +42,17 @@ from mailbridge.mail.providers import OutboxProvider, SmtpProvider, provider_fro
 from mailbridge.mail.providers.base import OUTCOME_TYPES, Delivery, Handover, Provider
 from mailbridge.mail.providers.simulator import split_recipients
 from mailbridge.mail.rendering import LocalRenderer, ProcessRenderer, Renderer
-from mailbridge.services import delivery_queue
+from mailbridge.services import email as emails
 from mailbridge.services.context import ServiceContext
-from mailbridge.services.delivery_journal import DeliveryJournal
-from mailbridge.services.delivery_messages import (
+from mailbridge.services.email import EMAIL_RETRY_POLICY as RETRY_POLICY
+from mailbridge.services.email import (
     BuiltMessage,
+    DeliveryJournal,
     MessageBuilder,
     MessageNotBuilt,
+    RetryPolicy,
     envelope_sender,
 )
-from mailbridge.services.delivery_queue import RETRY_POLICY, RetryPolicy
 from mailbridge.services.instance import instance_secret
 from mailbridge.storage.tables import Domain, Email, EmailAttachment
 
@@ -172,7 +173,7 @@ class DeliveryWorker:
         await self._journal.stop()
         try:
             async with self.context.database.session() as session:
-                await delivery_queue.release(session, self.owner)
+                await emails.release_emails(session, self.owner)
                 await session.commit()
         except Exception:
             logger.exception("could not release the delivery leases of %s", self.owner)
@@ -244,7 +245,7 @@ class DeliveryWorker:
             return True
         now = self.context.clock.now()
         async with self.context.database.session() as session:
-            due_at = await delivery_queue.next_due_at(session, now)
+            due_at = await emails.next_email_due_at(session, now)
         return due_at is not None and due_at <= now
 
     def _writing(self) -> contextlib.AbstractAsyncContextManager[object]:
@@ -252,7 +253,7 @@ class DeliveryWorker:
 
     async def _claim_and_start(self, limit: int) -> int:
         async with self._writing():
-            batch = await delivery_queue.claim(
+            batch = await emails.claim_emails(
                 self.context.database,
                 self.context.clock.now(),
                 self.owner,
@@ -267,17 +268,17 @@ class DeliveryWorker:
         """Lease handovers whose runner died before recording their outcome."""
         now = self.context.clock.now()
         async with self.context.database.session() as session:
-            if not await delivery_queue.any_unsettled(session, now):
+            if not await emails.any_unsettled_emails(session, now):
                 return 0
         async with self._writing(), self.context.database.session() as session:
-            batch = await delivery_queue.claim_unsettled(
+            batch = await emails.claim_unsettled_emails(
                 session, now, self.owner, self.lease, limit, busy=set(self._busy.values())
             )
             await session.commit()
         self._start(batch)
         return len(batch.emails)
 
-    def _start(self, batch: delivery_queue.ClaimedBatch) -> None:
+    def _start(self, batch: emails.ClaimedBatch) -> None:
         for email in batch.emails:
             domain = batch.domains.get(email.domain_id) if email.domain_id else None
             handed_over_by = batch.handed_over_by.get(email.id)
@@ -370,7 +371,7 @@ class DeliveryWorker:
         contents: dict[str, bytes] = {}
         if stored:
             async with self.context.database.session() as session:
-                contents = await delivery_queue.attachment_contents(session, stored)
+                contents = await emails.attachment_contents(session, stored)
         return await self._builder.build(email, domain, attachments, contents)
 
     async def _settle(self, email: Email, domain: Domain | None, handed_over_by: str) -> None:
@@ -388,7 +389,7 @@ class DeliveryWorker:
         if not others:
             return
         async with self.context.database.session() as session:
-            holding = await delivery_queue.owners_holding_leases(session, others)
+            holding = await emails.owners_holding_leases(session, others)
         for owner in others:
             if owner not in holding:
                 with contextlib.suppress(FileNotFoundError):
@@ -401,7 +402,7 @@ class DeliveryWorker:
         if not files:
             return
         async with self.context.database.session() as session:
-            owners = await delivery_queue.leases(session, [email_id for email_id, _ in files])
+            owners = await emails.email_leases(session, [email_id for email_id, _ in files])
         for email_id, attempt in files:
             if owners.get(email_id) != attempt:
                 outbox.discard(email_id, attempt)

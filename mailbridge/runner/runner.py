@@ -28,9 +28,9 @@ from mailbridge.runner.automations import AutomationWorker
 from mailbridge.runner.delivery import DeliveryWorker, default_render_processes
 from mailbridge.runner.signals import stop_on_signals
 from mailbridge.runner.webhooks import WebhookWorker
-from mailbridge.services import domain_verification, request_logs
-from mailbridge.services.activity_dispatch import default_consumers
+from mailbridge.services import accounts, domains
 from mailbridge.services.context import ServiceContext
+from mailbridge.services.webhooks import default_consumers
 
 logger = logging.getLogger(__name__)
 
@@ -54,10 +54,10 @@ def default_ticks(context: ServiceContext) -> list[Tick]:
     retention = timedelta(days=context.settings.request_log_retention_days)
 
     async def purge_request_logs() -> int:
-        return await request_logs.purge_old_logs(context.database, context.clock, retention)
+        return await accounts.purge_old_logs(context.database, context.clock, retention)
 
     async def recheck_domains() -> int:
-        return await domain_verification.recheck_due_domains(context)
+        return await domains.recheck_due_domains(context)
 
     # Four runs per interval, so no domain waits much past its interval.
     recheck_every = timedelta(seconds=max(1.0, context.settings.domain_recheck_interval / 4))

@@ -29,11 +29,12 @@ import httpx
 
 from mailbridge.mail.keepalive import KeepAliveTransport
 from mailbridge.runner.delivery import new_owner
-from mailbridge.services import webhook_deliveries
+from mailbridge.services import webhooks
 from mailbridge.services.context import ServiceContext
-from mailbridge.services.delivery_queue import RetryPolicy
-from mailbridge.services.webhook_deliveries import RETRY_POLICY, ClaimedDelivery, Outcome
-from mailbridge.services.webhook_sender import WebhookSender
+from mailbridge.services.email import RetryPolicy
+from mailbridge.services.webhooks import WEBHOOK_RETRY_POLICY as RETRY_POLICY
+from mailbridge.services.webhooks import ClaimedDelivery, WebhookSender
+from mailbridge.services.webhooks import DeliveryOutcome as Outcome
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +126,7 @@ class WebhookWorker:
         try:
             await self._write_outcomes()
             async with self._writing(), self.context.database.session() as session:
-                await webhook_deliveries.release(session, self.owner, self.context.clock.now())
+                await webhooks.release_deliveries(session, self.owner, self.context.clock.now())
                 await session.commit()
         except Exception:
             logger.exception("could not record outcomes or release the leases of %s", self.owner)
@@ -169,7 +170,7 @@ class WebhookWorker:
             self._woken = False
             return True
         async with self.context.database.session() as session:
-            due_at = await webhook_deliveries.next_due_at(session)
+            due_at = await webhooks.next_delivery_due_at(session)
         return due_at is not None and due_at <= self.context.clock.now()
 
     def _writing(self) -> contextlib.AbstractAsyncContextManager[object]:
@@ -177,7 +178,7 @@ class WebhookWorker:
 
     async def _claim_and_start(self, limit: int) -> int:
         async with self._writing(), self.context.database.session() as session:
-            claimed = await webhook_deliveries.claim_due(
+            claimed = await webhooks.claim_due_deliveries(
                 session, self.context.clock.now(), self.owner, self.lease, limit
             )
             await session.commit()
@@ -238,7 +239,7 @@ class WebhookWorker:
             return
         try:
             async with self._writing(), self.context.database.session() as session:
-                disabled = await webhook_deliveries.record_outcomes(
+                disabled = await webhooks.record_outcomes(
                     session,
                     self.context.clock.now(),
                     self.owner,

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from mailbridge.clock import Clock, SystemClock
 from mailbridge.config import Settings
-from mailbridge.services.auth import Principal
+from mailbridge.services.accounts import Principal
 from mailbridge.services.cache import TTLCache
 from mailbridge.storage.database import Database
 

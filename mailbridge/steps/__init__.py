@@ -1,9 +1,12 @@
-"""One module per step type; :data:`KINDS` finds a kind by its public or stored name."""
+"""One module per step type; :data:`VOCABULARY` (what the engine is given) finds a kind by
+its public or stored name."""
 
 from __future__ import annotations
 
+from mailbridge.engine.execution import Execution
+from mailbridge.engine.vocabulary import Vocabulary
 from mailbridge.steps.add_to_segment import AddToSegment
-from mailbridge.steps.base import Execution, StepKind
+from mailbridge.steps.base import StepKind
 from mailbridge.steps.condition import Condition
 from mailbridge.steps.contact_delete import ContactDelete
 from mailbridge.steps.contact_update import ContactUpdate
@@ -17,5 +20,6 @@ ALL: tuple[StepKind, ...] = (
 )  # fmt: skip
 BY_PUBLIC_NAME: dict[str, StepKind] = {kind.name: kind for kind in ALL}
 BY_STORED_NAME: dict[str, StepKind] = {kind.stored_name: kind for kind in ALL}
+VOCABULARY = Vocabulary(ALL)  # what mailbridge's engine runs
 
-__all__ = ["ALL", "BY_PUBLIC_NAME", "BY_STORED_NAME", "Execution", "StepKind"]
+__all__ = ["ALL", "BY_PUBLIC_NAME", "BY_STORED_NAME", "VOCABULARY", "Execution", "StepKind"]

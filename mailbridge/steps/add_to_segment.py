@@ -6,9 +6,10 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mailbridge.engine.execution import Execution
 from mailbridge.engine.ports import References
 from mailbridge.engine.runs import Fail, Next, Outcome
-from mailbridge.steps.base import Execution, StepKind
+from mailbridge.steps.base import StepKind
 
 
 class AddToSegmentConfig(BaseModel):

@@ -3,41 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
 
-from mailbridge.engine.graph import Step
-from mailbridge.engine.ports import AutomationRef, Contact, References, Transaction
-from mailbridge.engine.runs import Outcome, Run
-
-_UNLOADED: Any = object()
-
-
-@dataclass
-class Execution:
-    """One step of one run being executed, inside the engine's transaction."""
-
-    run: Run
-    step: Step  # stored vocabulary
-    automation: AutomationRef
-    now: datetime
-    tx: Transaction
-    _contact: Contact | None = field(default=_UNLOADED, repr=False)
-
-    async def contact(self) -> Contact | None:
-        if self._contact is _UNLOADED:
-            self._contact = (
-                None
-                if self.run.contact_id is None
-                else await self.tx.contacts.find(self.run.team_id, self.run.contact_id)
-            )
-        return self._contact
-
-    async def data(self) -> dict[str, Any]:
-        return self.run.data(await self.contact())
+from mailbridge.engine.execution import Execution
+from mailbridge.engine.ports import References
+from mailbridge.engine.runs import Outcome
 
 
 def problems_of(model: type[BaseModel], config: object) -> list[str]:
@@ -55,7 +27,8 @@ def problems_of(model: type[BaseModel], config: object) -> list[str]:
 
 
 class StepKind:
-    """A step type. Subclasses set the class attributes and override what differs."""
+    """A step type (what the engine's :class:`~mailbridge.engine.ports.StepKind` asks for).
+    Subclasses set the class attributes and override what differs."""
 
     name: ClassVar[str]  # public vocabulary
     stored_name: ClassVar[str]  # stored vocabulary

@@ -9,9 +9,10 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, RootModel
 
 from mailbridge.engine.conditions import AnyRule, holds, reads_contact
+from mailbridge.engine.execution import Execution
 from mailbridge.engine.ports import References
 from mailbridge.engine.runs import Next, Outcome
-from mailbridge.steps.base import Execution, StepKind
+from mailbridge.steps.base import StepKind
 
 
 class ConditionConfig(RootModel[AnyRule]):

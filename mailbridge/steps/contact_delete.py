@@ -6,8 +6,9 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from mailbridge.engine.execution import Execution
 from mailbridge.engine.runs import End, Outcome
-from mailbridge.steps.base import Execution, StepKind
+from mailbridge.steps.base import StepKind
 
 
 class ContactDeleteConfig(BaseModel):

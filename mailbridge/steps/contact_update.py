@@ -11,8 +11,9 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from mailbridge.engine.conditions import resolve_value
+from mailbridge.engine.execution import Execution
 from mailbridge.engine.runs import Fail, Next, Outcome
-from mailbridge.steps.base import Execution, StepKind
+from mailbridge.steps.base import StepKind
 
 FIELDS = ("first_name", "last_name", "unsubscribed", "properties")
 

@@ -7,8 +7,9 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from mailbridge.engine.durations import parse_duration
+from mailbridge.engine.execution import Execution
 from mailbridge.engine.runs import Outcome, Sleep
-from mailbridge.steps.base import Execution, StepKind
+from mailbridge.steps.base import StepKind
 
 
 class DelayConfig(BaseModel):

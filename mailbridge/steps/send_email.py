@@ -15,9 +15,10 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from mailbridge.engine.conditions import resolve_value
+from mailbridge.engine.execution import Execution
 from mailbridge.engine.ports import OutgoingEmail, References, SendRefused
 from mailbridge.engine.runs import Fail, Next, Outcome, Retry
-from mailbridge.steps.base import Execution, StepKind, problems_of
+from mailbridge.steps.base import StepKind, problems_of
 
 
 class TemplateRef(BaseModel):

@@ -10,8 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mailbridge.engine.conditions import parse_rule
 from mailbridge.engine.durations import parse_duration
+from mailbridge.engine.execution import Execution
 from mailbridge.engine.runs import Outcome, Wait
-from mailbridge.steps.base import Execution, StepKind
+from mailbridge.steps.base import StepKind
 
 
 class WaitConfig(BaseModel):

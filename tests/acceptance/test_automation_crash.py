@@ -21,7 +21,7 @@ from sqlalchemy import func, select
 from mailbridge.clock import SystemClock
 from mailbridge.config import Settings
 from mailbridge.engine import Event
-from mailbridge.services.automation_backend import sql_engine
+from mailbridge.services.automations._backend import sql_engine
 from mailbridge.services.context import ServiceContext
 from mailbridge.storage.database import Database
 from mailbridge.storage.tables import AutomationRun, Email

@@ -32,7 +32,7 @@ from sqlalchemy import func, select
 
 from mailbridge.clock import SystemClock
 from mailbridge.config import Settings
-from mailbridge.services import teams
+from mailbridge.services.accounts import _teams as teams
 from mailbridge.services.context import ServiceContext
 from mailbridge.storage.database import Database
 from mailbridge.storage.migrate import upgrade

@@ -26,9 +26,10 @@ from sqlalchemy import func, select
 
 from mailbridge.clock import SystemClock
 from mailbridge.config import Settings
-from mailbridge.services import teams, webhooks
+from mailbridge.services.accounts import _teams as teams
 from mailbridge.services.activity import record_event
 from mailbridge.services.context import ServiceContext
+from mailbridge.services.webhooks import _subscriptions as webhooks
 from mailbridge.storage.database import Database
 from mailbridge.storage.tables import ActivityEvent, WebhookDelivery
 from tests.acceptance.test_delivery_crash import Target, target  # noqa: F401

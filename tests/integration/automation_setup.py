@@ -18,12 +18,14 @@ from mailbridge.engine.engine import Engine
 from mailbridge.engine.memory import MemoryReferences
 from mailbridge.engine.ports import TemplateContent
 from mailbridge.engine.validation import build
-from mailbridge.services import teams, templates
-from mailbridge.services.audiences import default_audience
-from mailbridge.services.automation_backend import sql_engine
+from mailbridge.services.accounts import _teams as teams
+from mailbridge.services.audiences._audiences import default_audience
+from mailbridge.services.audiences._segment_filters import SegmentFilter
+from mailbridge.services.audiences._segments import create_segment
+from mailbridge.services.automations._backend import sql_engine
 from mailbridge.services.context import ServiceContext
-from mailbridge.services.segment_filters import SegmentFilter
-from mailbridge.services.segments import create_segment
+from mailbridge.services.templates import _templates as templates
+from mailbridge.steps import VOCABULARY
 from mailbridge.storage.tables import (
     ActivityEvent,
     Automation,
@@ -86,7 +88,7 @@ async def install(
                 published.html, published.text,
             )  # fmt: skip
         references = MemoryReferences(domain=DOMAIN, templates=known, segments=set(segment_ids))
-        graph = build(steps, connections, references)
+        graph = build(VOCABULARY, steps, connections, references)
         audience = await default_audience(session, context.clock, team_id)
         now = context.clock.now()
         automation = Automation(

@@ -23,10 +23,11 @@ from fastapi import FastAPI
 from mailbridge.api.app import create_app
 from mailbridge.clock import SystemClock
 from mailbridge.config import Settings
-from mailbridge.services import api_keys, teams
-from mailbridge.services.api_keys import Permission
+from mailbridge.services.accounts import _api_keys as api_keys
+from mailbridge.services.accounts import _teams as teams
+from mailbridge.services.accounts._api_keys import Permission
+from mailbridge.services.accounts._teams import Role
 from mailbridge.services.context import ServiceContext
-from mailbridge.services.teams import Role
 from mailbridge.storage.database import Database
 from mailbridge.storage.migrate import upgrade
 from mailbridge.storage.tables import Base

@@ -17,10 +17,10 @@ from mailbridge.runner import Runner
 from mailbridge.runner.activity import ActivityDispatcher
 from mailbridge.runner.runner import default_workers
 from mailbridge.runner.webhooks import WebhookWorker
-from mailbridge.services import webhooks
 from mailbridge.services.activity import record_event
-from mailbridge.services.activity_dispatch import ActivityConsumer, default_consumers
 from mailbridge.services.context import ServiceContext
+from mailbridge.services.webhooks import _subscriptions as webhooks
+from mailbridge.services.webhooks._activity_dispatch import ActivityConsumer, default_consumers
 from mailbridge.storage.database import Database
 from mailbridge.storage.migrate import upgrade_async
 from mailbridge.storage.tables import ActivityEvent, Webhook, WebhookDelivery

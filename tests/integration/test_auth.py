@@ -8,9 +8,9 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from mailbridge.services.api_keys import Permission
+from mailbridge.services.accounts._api_keys import Permission
+from mailbridge.services.accounts._teams import Role
 from mailbridge.services.context import ServiceContext
-from mailbridge.services.teams import Role
 from mailbridge.storage.tables import ApiKey
 from tests.integration.conftest import Tenant, Tenants, bearer
 

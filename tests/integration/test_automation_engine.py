@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import select
 
 from mailbridge.runner.activity import ActivityDispatcher
-from mailbridge.services import plans
-from mailbridge.services.activity_dispatch import default_consumers
+from mailbridge.services.accounts import _plans as plans
+from mailbridge.services.webhooks._activity_dispatch import default_consumers
 from mailbridge.storage.tables import (
     AutomationRun,
     Contact,
@@ -54,7 +54,7 @@ async def test_a_run_walks_send_delay_condition_update_and_segment(sending: Send
     template_id = await published_template(sending.client, sending.tenant.headers)
     await register_property(sending, "plan")
     async with context.database.session() as session:
-        from mailbridge.services.audiences import default_audience
+        from mailbridge.services.audiences._audiences import default_audience
 
         audience = await default_audience(session, context.clock, team_id)
     segment_id = await segment(context, team_id, audience.id)

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from mailbridge.services import domains
-from mailbridge.services.api_keys import Permission
-from mailbridge.services.audiences import default_audience_id
-from mailbridge.services.teams import Role
+from mailbridge.services.accounts._api_keys import Permission
+from mailbridge.services.accounts._teams import Role
+from mailbridge.services.audiences._audiences import default_audience_id
+from mailbridge.services.domains import _domains as domains
 from mailbridge.storage.tables import ActivityEvent, Segment
 from tests.integration.automation_api import Shop, assert_invalid
 from tests.integration.conftest import bearer

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from sqlalchemy import func, select
 
 from mailbridge.api.app import create_app
-from mailbridge.services import contact_lock
+from mailbridge.services.audiences import _contact_lock as contact_lock
 from mailbridge.services.context import ServiceContext
 from mailbridge.storage.database import Database
 from mailbridge.storage.tables import ActivityEvent, ContactLock

@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mailbridge.services.contact_properties import registered_properties
+from mailbridge.services.audiences._properties import registered_properties
 from mailbridge.services.context import ServiceContext
 from tests.integration.conftest import Tenant, Tenants
 from tests.integration.test_auth import assert_error

@@ -14,10 +14,10 @@ from mailbridge.config import Settings
 from mailbridge.mail.providers import Accepted, Outcome, SmtpProvider, SmtpRelay
 from mailbridge.runner import Runner
 from mailbridge.runner.delivery import DeliveryWorker
-from mailbridge.services import delivery_queue
 from mailbridge.services.context import ServiceContext
-from mailbridge.services.delivery_journal import DeliveryJournal
-from mailbridge.services.delivery_queue import RETRY_POLICY
+from mailbridge.services.email import _delivery_queue as delivery_queue
+from mailbridge.services.email._delivery_journal import DeliveryJournal
+from mailbridge.services.email._delivery_queue import RETRY_POLICY
 from mailbridge.storage.database import Database
 from mailbridge.storage.tables import Domain, Email, EmailEvent
 from tests.integration.conftest import Tenants

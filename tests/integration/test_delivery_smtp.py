@@ -18,8 +18,8 @@ from mailbridge.mail.providers import SmtpProvider, SmtpRelay
 from mailbridge.mail.providers.receipts import ReceiptBook, receipt_filed
 from mailbridge.runner.delivery import DeliveryWorker
 from mailbridge.services.context import ServiceContext
-from mailbridge.services.delivery_queue import RetryPolicy
-from mailbridge.services.domain_records import expected_records
+from mailbridge.services.domains._records import expected_records
+from mailbridge.services.email._delivery_queue import RetryPolicy
 from mailbridge.storage.database import Database
 from mailbridge.storage.tables import Domain, Email, EmailEvent, Suppression
 from tests.integration.conftest import Tenant, Tenants

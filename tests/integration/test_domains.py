@@ -22,10 +22,10 @@ from mailbridge.clock import FakeClock
 from mailbridge.config import Settings
 from mailbridge.mail import dkim
 from mailbridge.runner import Runner
-from mailbridge.services import domains
-from mailbridge.services.api_keys import Permission
+from mailbridge.services.accounts._api_keys import Permission
+from mailbridge.services.accounts._teams import Role
 from mailbridge.services.context import ServiceContext
-from mailbridge.services.teams import Role
+from mailbridge.services.domains import _domains as domains
 from mailbridge.storage.tables import ActivityEvent, Domain
 from tests.integration.conftest import Tenant, Tenants, bearer
 from tests.integration.dns_server import DnsServer, Zone

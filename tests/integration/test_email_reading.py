@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from mailbridge.mail.signed_links import download_url
-from mailbridge.services.api_keys import Permission
+from mailbridge.services.accounts._api_keys import Permission
 from mailbridge.services.context import ServiceContext
 from mailbridge.services.instance import instance_secret
 from mailbridge.storage.tables import EmailAttachment, EmailEvent

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from mailbridge.services.teams import Role
+from mailbridge.services.accounts._teams import Role
 from tests.integration.conftest import Tenant, Tenants, bearer
 from tests.integration.test_auth import assert_error
 

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mailbridge.services.teams import Role
+from mailbridge.services.accounts._teams import Role
 from tests.integration.conftest import Tenant, Tenants, bearer
 from tests.integration.test_auth import assert_error
 

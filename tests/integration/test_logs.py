@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from mailbridge.services.teams import Role
+from mailbridge.services.accounts._teams import Role
 from tests.integration.conftest import Tenant, Tenants, bearer
 from tests.integration.test_auth import assert_error
 

@@ -431,7 +431,7 @@ async def test_contacts_of_another_audience_never_match(
 async def test_view_only_member_cannot_write(
     client: httpx.AsyncClient, tenant: Tenant, book: Book, tenants: Any
 ) -> None:
-    from mailbridge.services.teams import Role
+    from mailbridge.services.accounts._teams import Role
 
     viewer = await tenants.member(tenant, Role.VIEW_ONLY)
     response = await client.post(

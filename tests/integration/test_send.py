@@ -7,9 +7,9 @@ from datetime import timedelta
 
 import pytest
 
-from mailbridge.services import suppressions
-from mailbridge.services.api_keys import Permission
-from mailbridge.services.teams import Role
+from mailbridge.services.accounts._api_keys import Permission
+from mailbridge.services.accounts._teams import Role
+from mailbridge.services.email import _suppressions as suppressions
 from tests.integration.sending import START, Sending, email
 from tests.integration.test_auth import assert_error
 
@@ -80,7 +80,7 @@ async def test_missing_field_names_it(sending: Sending) -> None:
 
 async def test_an_unverified_domain_cannot_send(sending: Sending) -> None:
     async with sending.context.database.session() as session:
-        from mailbridge.services import domains
+        from mailbridge.services.domains import _domains as domains
 
         await domains.create_domain(
             session, sending.clock, sending.context.settings, sending.tenant.team_id, "new.io"
@@ -114,7 +114,7 @@ async def test_attachments_by_content_and_by_path(sending: Sending) -> None:
 
 
 async def test_attachment_size_caps(sending: Sending, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mailbridge.services import email_preparation
+    from mailbridge.services.email import _preparation as email_preparation
 
     monkeypatch.setattr(email_preparation, "MAX_ATTACHMENT_BYTES", 10)
     monkeypatch.setattr(email_preparation, "MAX_EMAIL_ATTACHMENT_BYTES", 15)
@@ -199,7 +199,7 @@ async def test_simulator_sends_debit_quota_per_recipient(sending: Sending) -> No
 
 async def test_a_key_limited_to_a_domain_sends_only_from_it(sending: Sending) -> None:
     async with sending.context.database.session() as session:
-        from mailbridge.services import domains
+        from mailbridge.services.domains import _domains as domains
 
         await domains.create_domain(
             session, sending.clock, sending.context.settings, sending.tenant.team_id, "other.io"

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select
 
-from mailbridge.services.quotas import bucket_of
+from mailbridge.services.accounts._quotas import bucket_of
 from mailbridge.storage.tables import IdempotencyRecord, QuotaUsage
 from tests.integration.sending import Sending, email
 from tests.integration.test_auth import assert_error
@@ -81,7 +81,7 @@ async def test_key_length(sending: Sending, key: str) -> None:
 
 async def test_a_key_still_in_flight_is_409(sending: Sending) -> None:
     async with sending.context.database.session() as session:
-        from mailbridge.services.idempotency import fingerprint
+        from mailbridge.services.email._idempotency import fingerprint
 
         now = sending.clock.now()
         session.add(IdempotencyRecord(

@@ -15,7 +15,7 @@ import pytest
 
 from mailbridge.api import send_path
 from mailbridge.api.send_path import SendPath
-from mailbridge.services.teams import Role
+from mailbridge.services.accounts._teams import Role
 from tests.integration.sending import Sending, email
 from tests.integration.test_auth import assert_error
 

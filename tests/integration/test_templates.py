@@ -12,9 +12,9 @@ from sqlalchemy import func, select
 
 from mailbridge.errors import NotFound, ValidationError
 from mailbridge.mail.templating import Variable
-from mailbridge.services import templates
+from mailbridge.services.accounts._teams import Role
 from mailbridge.services.context import ServiceContext
-from mailbridge.services.teams import Role
+from mailbridge.services.templates import _templates as templates
 from mailbridge.storage.tables import ActivityEvent, TemplateVersion
 from tests.integration.conftest import Tenant, Tenants, bearer
 from tests.integration.test_auth import assert_error

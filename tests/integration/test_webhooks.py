@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from mailbridge.config import Settings
-from mailbridge.services.api_keys import Permission
-from mailbridge.services.webhooks import WEBHOOK_EVENTS
+from mailbridge.services.accounts._api_keys import Permission
+from mailbridge.services.webhooks._subscriptions import WEBHOOK_EVENTS
 from tests.integration.conftest import Tenant, Tenants, bearer
 from tests.integration.test_auth import assert_error
 from tests.integration.test_domains import mailbridge_cli

@@ -17,8 +17,8 @@ from mailbridge.clock import FakeClock
 from mailbridge.config import Settings
 from mailbridge.runner.activity import ActivityDispatcher
 from mailbridge.runner.webhooks import WebhookWorker
-from mailbridge.services.activity_dispatch import default_consumers
 from mailbridge.services.context import ServiceContext
+from mailbridge.services.webhooks._activity_dispatch import default_consumers
 from mailbridge.storage.database import Database
 from tests.integration.conftest import USER_AGENT, Tenant, Tenants
 from tests.webhook_receiver import Receiver, webhook_receiver

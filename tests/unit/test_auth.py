@@ -11,10 +11,10 @@ from mailbridge.errors import (
     RestrictedApiKey,
     ViewOnlyMember,
 )
-from mailbridge.services import tokens
-from mailbridge.services.api_keys import Permission
-from mailbridge.services.auth import Action, Principal, bearer_token
-from mailbridge.services.teams import Role
+from mailbridge.services.accounts import _tokens as tokens
+from mailbridge.services.accounts._api_keys import Permission
+from mailbridge.services.accounts._auth import Action, Principal, bearer_token
+from mailbridge.services.accounts._teams import Role
 
 FULL_KEY = Principal("t", "free", api_key_id="k")
 SENDING_KEY = Principal("t", "free", api_key_id="k", permission=Permission.SENDING_ACCESS)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from mailbridge.api.envelope import translate_validation_error
 from mailbridge.clock import FakeClock, isoformat_ms
 from mailbridge.config import Settings
-from mailbridge.services.request_logs import redact_body
+from mailbridge.services.accounts._request_logs import redact_body
 from mailbridge.storage.types import new_id
 
 

@@ -10,23 +10,23 @@ from typing import Any
 import pytest
 
 from mailbridge.errors import ContactsTimeout, ValidationError
-from mailbridge.services.audiences import default_audience_id
-from mailbridge.services.contact_batch import MAX_PROBLEMS_TOLD, prepare_batch
-from mailbridge.services.contact_filters import ContactFilters
-from mailbridge.services.contact_lock import time_bound
-from mailbridge.services.contact_properties import (
-    check_contact_properties,
-    check_key,
-    check_type,
-    check_value,
-)
-from mailbridge.services.contacts import (
+from mailbridge.services.audiences._audiences import default_audience_id
+from mailbridge.services.audiences._contact_batch import MAX_PROBLEMS_TOLD, prepare_batch
+from mailbridge.services.audiences._contact_filters import ContactFilters
+from mailbridge.services.audiences._contact_lock import time_bound
+from mailbridge.services.audiences._contacts import (
     ContactChanges,
     NewContact,
     apply_changes,
     new_contact_row,
     normalize_email,
     property_views,
+)
+from mailbridge.services.audiences._properties import (
+    check_contact_properties,
+    check_key,
+    check_type,
+    check_value,
 )
 from mailbridge.storage.tables import ContactProperty
 

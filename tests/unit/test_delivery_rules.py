@@ -23,7 +23,7 @@ from mailbridge.mail.attachments import (
 from mailbridge.mail.providers import SmtpRelay
 from mailbridge.mail.providers.simulator import SimulatedRecipient, split_recipients
 from mailbridge.mail.providers.smtp import data_content, ehlo_name
-from mailbridge.services.delivery_queue import RETRY_POLICY, RetryPolicy
+from mailbridge.services.email._delivery_queue import RETRY_POLICY, RetryPolicy
 
 # --- DATA content ---------------------------------------------------------------------
 

@@ -9,7 +9,8 @@ import pytest
 
 from mailbridge.config import Settings
 from mailbridge.errors import ConfigurationError, ValidationError
-from mailbridge.services.domain_records import (
+from mailbridge.services.domains._domains import is_at_or_under, normalize_name
+from mailbridge.services.domains._records import (
     ExpectedRecord,
     RecordKey,
     domain_status,
@@ -19,7 +20,6 @@ from mailbridge.services.domain_records import (
     service_host,
     spf_mechanism,
 )
-from mailbridge.services.domains import is_at_or_under, normalize_name
 
 V, F, P, N = "verified", "failed", "pending", "not_started"
 

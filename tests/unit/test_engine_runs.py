@@ -29,6 +29,7 @@ from mailbridge.engine import (
 )
 from mailbridge.engine.memory import MemoryMailer
 from mailbridge.engine.ports import SendRefused
+from mailbridge.steps import VOCABULARY
 
 TEAM, AUDIENCE, DOMAIN = "team-1", "aud-1", "acme.io"
 TRIGGER_EVENT = "user.signed_up"
@@ -50,7 +51,7 @@ def make_graph(steps: dict[str, dict[str, Any]], *connections: tuple[str, ...]) 
     public = [{"key": "start", "type": "trigger", "config": {"event_name": TRIGGER_EVENT}}]
     public += [{"key": key, **body} for key, body in steps.items()]
     edges = [dict(zip(("from", "to", "type"), c, strict=False)) for c in connections]
-    return build(public, edges, REFS)
+    return build(VOCABULARY, public, edges, REFS)
 
 
 def tag(value: str) -> dict[str, Any]:
@@ -66,7 +67,10 @@ class World:
         self.clock = FakeClock()
         counter = itertools.count(1)
         self.engine = Engine(
-            self.backend, self.clock, new_run_id=lambda: str(uuid.UUID(int=next(counter)))
+            self.backend,
+            self.clock,
+            VOCABULARY,
+            new_run_id=lambda: str(uuid.UUID(int=next(counter))),
         )
 
     def add(self, graph: Graph, **options: Any) -> str:

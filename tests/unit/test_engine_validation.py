@@ -9,6 +9,7 @@ import pytest
 
 from mailbridge.engine import GraphInvalid, MemoryReferences, Problem, TemplateContent, build
 from mailbridge.engine.graph import MAX_STEPS
+from mailbridge.steps import VOCABULARY
 
 TRIGGER = {"key": "start", "type": "trigger", "config": {"event_name": "user.signed_up"}}
 WELCOME = TemplateContent("tpl-welcome", "Acme <hello@acme.io>", "Welcome", "<p>Hi</p>", "Hi")
@@ -56,7 +57,7 @@ def edge(source: str, target: str, kind: str | None = None) -> dict[str, str]:
 
 def problems_of(refs: MemoryReferences, steps: object, connections: object) -> list[Problem]:
     with pytest.raises(GraphInvalid) as caught:
-        build(steps, connections, refs)
+        build(VOCABULARY, steps, connections, refs)
     assert caught.value.problems, "GraphInvalid always names a problem"
     return caught.value.problems
 
@@ -78,7 +79,7 @@ def one_step(refs: MemoryReferences, kind: str, config: object) -> list[Problem]
 
 def test_a_valid_graph_is_stored_in_the_stored_vocabulary(refs: MemoryReferences) -> None:
     steps = [TRIGGER, step("welcome", "send_email"), step("wait", "wait_for_event")]
-    graph = build(steps, [edge("start", "welcome"), edge("welcome", "wait")], refs)
+    graph = build(VOCABULARY, steps, [edge("start", "welcome"), edge("welcome", "wait")], refs)
     assert graph.trigger.key == "start"
     assert graph.trigger.event_name == "user.signed_up"
     assert [(s.key, s.type, s.position) for s in graph] == [
@@ -101,11 +102,12 @@ def test_a_valid_graph_is_stored_in_the_stored_vocabulary(refs: MemoryReferences
 
 def test_steps_keep_their_ids_across_versions(refs: MemoryReferences) -> None:
     counter = iter(range(100))
-    first = build(
+    first = build(VOCABULARY,
         [TRIGGER, step("a", "delay")], [edge("start", "a")], refs,
         new_id=lambda: f"id-{next(counter)}",
     )  # fmt: skip
     second = build(
+        VOCABULARY,
         [TRIGGER, step("a", "delay"), step("b", "contact_delete")],
         [edge("start", "a"), edge("a", "b")],
         refs,
@@ -117,7 +119,7 @@ def test_steps_keep_their_ids_across_versions(refs: MemoryReferences) -> None:
 
 
 def test_a_trigger_alone_is_a_valid_graph(refs: MemoryReferences) -> None:
-    graph = build([TRIGGER], [], refs)
+    graph = build(VOCABULARY, [TRIGGER], [], refs)
     assert graph.steps == ()
     assert graph.first_key is None
 
@@ -170,7 +172,7 @@ def test_too_many_steps(refs: MemoryReferences) -> None:
         steps = [TRIGGER, *(step(key, "delay") for key in keys)]
         return steps, [edge(a, b) for a, b in zip(["start", *keys], keys, strict=False)]
 
-    assert len(build(*chain(MAX_STEPS), refs).steps) == MAX_STEPS == 150
+    assert len(build(VOCABULARY, *chain(MAX_STEPS), refs).steps) == MAX_STEPS == 150
     the_problem(problems_of(refs, *chain(MAX_STEPS + 1)), None, "at most 150 steps, not 151")
 
 
@@ -216,7 +218,7 @@ def test_edge_types_allowed_per_step(
     steps = [TRIGGER, step("s", kind), step("next", "delay")]
     connections = [edge("start", "s"), edge("s", "next", connection_type)]
     if connection_type in EDGES[kind]:
-        graph = build(steps, connections, refs)
+        graph = build(VOCABULARY, steps, connections, refs)
         assert graph.next_key("s", connection_type) == "next"
     elif not EDGES[kind]:
         the_problem(problems_of(refs, steps, connections), "s", "ends the run")
@@ -315,7 +317,10 @@ def test_durations_are_at_most_30_days(
 
 def test_thirty_days_exactly_is_allowed(refs: MemoryReferences) -> None:
     graph = build(
-        [TRIGGER, step("s", "delay", {"duration": "30 days"})], [edge("start", "s")], refs
+        VOCABULARY,
+        [TRIGGER, step("s", "delay", {"duration": "30 days"})],
+        [edge("start", "s")],
+        refs,
     )
     assert graph.step("s").config == {"duration": "30 days"}
 
@@ -380,7 +385,7 @@ def test_a_config_is_an_object(refs: MemoryReferences, kind: str) -> None:
 
 @pytest.mark.parametrize("kind", sorted(VALID_CONFIGS))
 def test_the_valid_config_of_each_type_builds(refs: MemoryReferences, kind: str) -> None:
-    graph = build([TRIGGER, step("s", kind)], [edge("start", "s")], refs)
+    graph = build(VOCABULARY, [TRIGGER, step("s", kind)], [edge("start", "s")], refs)
     assert graph.step("s").key == "s"
 
 
@@ -399,7 +404,9 @@ def test_a_template_from_another_domain(refs: MemoryReferences) -> None:
 
 def test_the_step_from_overrides_the_template_from(refs: MemoryReferences) -> None:
     config = {"template": {"id": "tpl-elsewhere"}, "from": "Acme <News@ACME.io>"}
-    graph = build([TRIGGER, step("s", "send_email", config)], [edge("start", "s")], refs)
+    graph = build(
+        VOCABULARY, [TRIGGER, step("s", "send_email", config)], [edge("start", "s")], refs
+    )
     assert graph.step("s").config["from"] == "Acme <News@ACME.io>"
 
 
@@ -410,7 +417,9 @@ def test_a_sender_and_a_subject_come_from_the_step_or_the_template(
     the_problem(problems, "s", "config.from: neither the step nor its template has a `from`")
     the_problem(problems, "s", "config.subject: neither the step nor its template has a subject")
     config = {"template": {"id": "tpl-bare"}, "from": "a@acme.io", "subject": "Hi"}
-    graph = build([TRIGGER, step("s", "send_email", config)], [edge("start", "s")], refs)
+    graph = build(
+        VOCABULARY, [TRIGGER, step("s", "send_email", config)], [edge("start", "s")], refs
+    )
     assert graph.step("s").config["subject"] == "Hi"
 
 

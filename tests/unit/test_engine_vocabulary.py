@@ -12,19 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mailbridge
-from mailbridge.engine import Graph, MemoryReferences, TemplateContent, build, public_view
+from mailbridge.engine import Graph, MemoryReferences, TemplateContent, build
 from mailbridge.engine.conditions import OPERATORS, UNARY, parse_rule
 from mailbridge.engine.graph import CONNECTION_TYPES, STEP_TYPES, Connection, Step, Trigger
-from mailbridge.engine.vocabulary import (
-    graph_to_public,
-    public_config,
-    public_type,
-    step_to_public,
-    step_to_stored,
-    stored_type,
-    stored_view,
-)
-from mailbridge.steps import ALL, BY_PUBLIC_NAME, BY_STORED_NAME
+from mailbridge.engine.vocabulary import stored_view
+from mailbridge.steps import ALL, BY_PUBLIC_NAME, BY_STORED_NAME, VOCABULARY
 
 STORED_NAMES = {
     "send_email": "send",
@@ -39,8 +31,8 @@ STORED_NAMES = {
 
 @pytest.mark.parametrize(("public", "stored"), sorted(STORED_NAMES.items()))
 def test_type_names(public: str, stored: str) -> None:
-    assert stored_type(public) == stored == BY_PUBLIC_NAME[public].stored_name
-    assert public_type(stored) == public == BY_STORED_NAME[stored].name
+    assert VOCABULARY.stored_type(public) == stored == BY_PUBLIC_NAME[public].stored_name
+    assert VOCABULARY.public_type(stored) == public == BY_STORED_NAME[stored].name
 
 
 def test_every_step_type_has_one_kind() -> None:
@@ -154,7 +146,7 @@ def refs_with(*templates: TemplateContent) -> MemoryReferences:
 def test_a_stored_send_round_trips(sent: tuple[dict[str, Any], TemplateContent], pos: int) -> None:
     config, template = sent
     step = Step("id-1", "welcome", "send", pos, config)
-    public = step_to_public(step)
+    public = VOCABULARY.step_to_public(step)
     assert (public.type, public.id, public.key, public.position) == (
         "send_email",
         "id-1",
@@ -162,7 +154,7 @@ def test_a_stored_send_round_trips(sent: tuple[dict[str, Any], TemplateContent],
         pos,
     )
     assert public.config["template"] == {"id": config["template_id"]}
-    assert step_to_stored(public, refs_with(template)) == step
+    assert VOCABULARY.step_to_stored(public, refs_with(template)) == step
 
 
 @pytest.mark.parametrize("stored_name", sorted(STORED_CONFIGS))
@@ -170,13 +162,13 @@ def test_a_stored_send_round_trips(sent: tuple[dict[str, Any], TemplateContent],
 def test_other_stored_steps_round_trip(stored_name: str, data: st.DataObject) -> None:
     config = data.draw(STORED_CONFIGS[stored_name])
     step = Step("id-1", "s", stored_name, 3, config)
-    public = step_to_public(step)
-    assert public.type == public_type(stored_name)
+    public = VOCABULARY.step_to_public(step)
+    assert public.type == VOCABULARY.public_type(stored_name)
     assert public.config == config  # only send is renamed field by field
     references = MemoryReferences(segments={config.get("segment_id", "")})
     assert BY_PUBLIC_NAME[public.type].check(public.config, references) == []
-    assert step_to_stored(public, refs_with()) == step
-    assert public_config(config, stored_name) == public.config
+    assert VOCABULARY.step_to_stored(public, refs_with()) == step
+    assert VOCABULARY.public_config(config, stored_name) == public.config
 
 
 # -- public -> stored -> public ----------------------------------------------------------
@@ -307,12 +299,12 @@ def test_a_built_graph_round_trips(
     public: tuple[list[dict[str, Any]], list[dict[str, str]]],
 ) -> None:
     steps, connections = public
-    graph = build(steps, connections, GRAPH_REFS)
+    graph = build(VOCABULARY, steps, connections, GRAPH_REFS)
     # serialized as a version keeps it (through JSON, as the database does)
     assert Graph.from_dict(json.loads(json.dumps(graph.as_dict()))) == graph
     assert Graph.from_dict(graph.as_dict()).first_key == graph.first_key
     # the public view builds back into the same stored graph, ids kept
-    view = public_view(graph)
+    view = VOCABULARY.public_view(graph)
     assert view["trigger_key"] == "start"
     assert view["steps"][0] == {
         "key": "start", "type": "trigger",
@@ -322,11 +314,13 @@ def test_a_built_graph_round_trips(
     assert [s["type"] for s in view["steps"][1:]] == [s["type"] for s in steps[1:]]
     assert [s["position"] for s in view["steps"][1:]] == list(range(len(steps) - 1))
     assert view["connections"] == connections
-    assert build(view["steps"], view["connections"], GRAPH_REFS, previous=graph) == graph
-    assert Graph.from_dict(view) == graph_to_public(graph)
+    assert (
+        build(VOCABULARY, view["steps"], view["connections"], GRAPH_REFS, previous=graph) == graph
+    )
+    assert Graph.from_dict(view) == VOCABULARY.graph_to_public(graph)
     for stored in graph:
         assert stored_view(stored) == stored.as_dict()
-        assert stored.type == stored_type(public_type(stored.type))
+        assert stored.type == VOCABULARY.stored_type(VOCABULARY.public_type(stored.type))
 
 
 def test_graph_from_dict_needs_a_trigger() -> None:
@@ -358,8 +352,8 @@ def test_generated_rules_are_valid(rule: dict[str, Any]) -> None:
 
 
 def test_a_step_module_can_be_imported_before_the_engine() -> None:
-    """The steps import the engine's modules and the engine reads the steps' registry:
-    whichever is imported first, neither finds the other half-initialized."""
+    """The steps import the engine's modules (the engine imports no step: it is handed a
+    vocabulary): whichever is imported first, neither finds the other half-initialized."""
     ours = ("mailbridge.engine", "mailbridge.steps")
     saved = {name: module for name, module in sys.modules.items() if name.startswith(ours)}
     for name in saved:

@@ -7,7 +7,11 @@ from typing import Any
 import pytest
 
 from mailbridge.errors import ValidationError
-from mailbridge.services.event_definitions import check_name, check_schema, payload_problems
+from mailbridge.services.automations._event_definitions import (
+    check_name,
+    check_schema,
+    payload_problems,
+)
 
 SCHEMA = {"plan": "string", "seats": "number", "trial": "boolean", "ends": "date"}
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from sqlalchemy import Dialect, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from mailbridge.services.segment_filters import SegmentFilter, membership_condition
+from mailbridge.services.audiences._segment_filters import SegmentFilter, membership_condition
 from mailbridge.storage.tables import Contact, ContactProperty
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

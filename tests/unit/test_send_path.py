@@ -21,10 +21,10 @@ from mailbridge.api.rate_limit import LocalWindows
 from mailbridge.api.send_path import SendPath
 from mailbridge.config import Settings
 from mailbridge.mail.addresses import _valid, _validated, is_reserved
+from mailbridge.services.accounts._request_logs import _redact, redact_body
 from mailbridge.services.cache import TTLCache
 from mailbridge.services.context import ServiceContext
-from mailbridge.services.email_acceptance import EmailWriter
-from mailbridge.services.request_logs import _redact, redact_body
+from mailbridge.services.email._acceptance import EmailWriter
 from mailbridge.storage.json_text import json_encoder
 from mailbridge.storage.queries import table_of
 from mailbridge.storage.sqlite_writer import RowEncoder

@@ -13,10 +13,10 @@ import pytest
 
 from mailbridge.clock import FakeClock
 from mailbridge.errors import NotFound, ValidationError
-from mailbridge.services.webhook_deliveries import RETRY_POLICY, ClaimedDelivery
-from mailbridge.services.webhook_fanout import event_body
-from mailbridge.services.webhook_sender import WebhookSender
-from mailbridge.services.webhooks import check_events, new_secret, parse_id
+from mailbridge.services.webhooks._deliveries import RETRY_POLICY, ClaimedDelivery
+from mailbridge.services.webhooks._fanout import event_body
+from mailbridge.services.webhooks._sender import WebhookSender
+from mailbridge.services.webhooks._subscriptions import check_events, new_secret, parse_id
 from mailbridge.storage.tables import ActivityEvent
 from mailbridge.webhooks import WebhookVerificationError, sign, signed_headers, verify
 

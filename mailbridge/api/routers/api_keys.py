@@ -11,21 +11,21 @@ from pydantic import BaseModel, Field
 from mailbridge.api.bodies import list_body, parse_body
 from mailbridge.api.deps import ContextDep, DashboardUser, PageDep, Reader, SessionDep
 from mailbridge.errors import NotFound
-from mailbridge.services import api_keys
-from mailbridge.services.api_keys import Permission, api_key_view
+from mailbridge.services import accounts
+from mailbridge.services.accounts import Permission, api_key_view
 
 router = APIRouter(tags=["api-keys"])
 
 
 class CreateApiKey(BaseModel):
-    name: str = Field(min_length=1, max_length=api_keys.MAX_NAME_LENGTH)
+    name: str = Field(min_length=1, max_length=accounts.MAX_API_KEY_NAME_LENGTH)
     permission: Permission = Permission.FULL_ACCESS
     domain: str | None = None
 
 
 @router.get("/api-keys")
 async def list_keys(principal: Reader, session: SessionDep, page: PageDep) -> dict[str, Any]:
-    result = await api_keys.list_api_keys(session, principal.team_id, page)
+    result = await accounts.list_api_keys(session, principal.team_id, page)
     return list_body(result, api_key_view)
 
 
@@ -34,7 +34,7 @@ async def create_key(
     principal: DashboardUser, request: Request, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
     body = await parse_body(request, CreateApiKey)
-    key, token = await api_keys.create_api_key(
+    key, token = await accounts.create_api_key(
         session, context.clock, principal.team_id, body.name, body.permission, body.domain
     )
     return {"id": key.id, "token": token}
@@ -44,7 +44,7 @@ async def create_key(
 async def revoke_key(
     principal: DashboardUser, key_id: str, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
-    key = await api_keys.revoke_api_key(session, context.clock, principal.team_id, key_id)
+    key = await accounts.revoke_api_key(session, context.clock, principal.team_id, key_id)
     context.principals.clear()
     return {"object": "api_key", "id": key.id, "deleted": True}
 

@@ -16,7 +16,7 @@ router = APIRouter(tags=["audiences"])
 
 
 class CreateAudience(BaseModel):
-    name: str = Field(min_length=1, max_length=audiences.MAX_NAME_LENGTH)
+    name: str = Field(min_length=1, max_length=audiences.MAX_AUDIENCE_NAME_LENGTH)
 
 
 @router.post("/audiences", status_code=201)

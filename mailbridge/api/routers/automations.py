@@ -11,14 +11,15 @@ from mailbridge.api.bodies import list_body, parse_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
 from mailbridge.engine.graph import Step
 from mailbridge.engine.vocabulary import stored_view
-from mailbridge.services import automation_runs, automation_steps, automations
-from mailbridge.services.automation_graphs import graph_of
-from mailbridge.services.automation_runs import run_detail_view, run_view
-from mailbridge.services.automation_steps import NewStep
+from mailbridge.services import automations
 from mailbridge.services.automations import (
     NewAutomation,
+    NewStep,
     automation_list_item,
     automation_view,
+    graph_of,
+    run_detail_view,
+    run_view,
 )
 
 router = APIRouter(tags=["automations"])
@@ -154,9 +155,7 @@ async def add_step(
 ) -> dict[str, Any]:
     body = await parse_body(request, CreateStep)
     new = NewStep(body.type, body.key, body.config, body.after, body.connection_type)
-    step = await automation_steps.add_step(
-        session, context.clock, principal.team_id, automation_id, new
-    )
+    step = await automations.add_step(session, context.clock, principal.team_id, automation_id, new)
     return _stored(step)
 
 
@@ -166,7 +165,7 @@ async def get_step(
 ) -> dict[str, Any]:
     automation = await automations.find_automation(session, principal.team_id, automation_id)
     graph = await graph_of(session, automation)
-    return _stored(automation_steps.find_step(graph, step_id))
+    return _stored(automations.find_step(graph, step_id))
 
 
 @router.patch("/automations/{automation_id}/steps/{step_id}")
@@ -179,7 +178,7 @@ async def update_step(
     context: ContextDep,
 ) -> dict[str, Any]:
     body = await parse_body(request, UpdateStep)
-    step = await automation_steps.update_step(
+    step = await automations.update_step(
         session, context.clock, principal.team_id, automation_id, step_id, body.changes()
     )
     return _stored(step)
@@ -193,7 +192,7 @@ async def delete_step(
     session: SessionDep,
     context: ContextDep,
 ) -> dict[str, Any]:
-    deleted = await automation_steps.delete_step(
+    deleted = await automations.delete_step(
         session, context.clock, principal.team_id, automation_id, step_id
     )
     return {"object": "step", "id": deleted, "deleted": True}
@@ -211,7 +210,7 @@ async def list_runs(
     status: Annotated[str | None, Query()] = None,
 ) -> dict[str, Any]:
     automation = await automations.find_automation(session, principal.team_id, automation_id)
-    result = await automation_runs.list_runs(session, automation, page, status)
+    result = await automations.list_runs(session, automation, page, status)
     return list_body(result, run_view)
 
 
@@ -220,4 +219,4 @@ async def get_run(
     automation_id: str, run_id: str, principal: Reader, session: SessionDep
 ) -> dict[str, Any]:
     automation = await automations.find_automation(session, principal.team_id, automation_id)
-    return run_detail_view(await automation_runs.get_run(session, automation, run_id))
+    return run_detail_view(await automations.get_run(session, automation, run_id))

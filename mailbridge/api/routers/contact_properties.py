@@ -9,8 +9,8 @@ from pydantic import BaseModel
 
 from mailbridge.api.bodies import list_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
-from mailbridge.services import contact_properties
-from mailbridge.services.contact_properties import contact_property_view
+from mailbridge.services import audiences
+from mailbridge.services.audiences import contact_property_view
 
 router = APIRouter(tags=["contact-properties"])
 
@@ -25,7 +25,7 @@ class CreateContactProperty(BaseModel):
 async def create_property(
     body: CreateContactProperty, principal: Writer, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
-    prop = await contact_properties.create_property(
+    prop = await audiences.create_property(
         session, context.clock, principal.team_id, body.key, body.type, body.fallback_value
     )
     return {"object": "contact_property", "id": prop.id}
@@ -33,13 +33,13 @@ async def create_property(
 
 @router.get("/contact-properties")
 async def list_properties(principal: Reader, session: SessionDep, page: PageDep) -> dict[str, Any]:
-    result = await contact_properties.list_properties(session, principal.team_id, page)
+    result = await audiences.list_properties(session, principal.team_id, page)
     return list_body(result, contact_property_view)
 
 
 @router.get("/contact-properties/{property_id}")
 async def get_property(property_id: str, principal: Reader, session: SessionDep) -> dict[str, Any]:
-    prop = await contact_properties.get_property(session, principal.team_id, property_id)
+    prop = await audiences.get_property(session, principal.team_id, property_id)
     return contact_property_view(prop)
 
 
@@ -51,7 +51,7 @@ async def update_property(
     session: SessionDep,
     context: ContextDep,
 ) -> dict[str, Any]:
-    prop = await contact_properties.update_property(
+    prop = await audiences.update_property(
         session, context.clock, principal.team_id, property_id, body
     )
     return {"object": "contact_property", "id": prop.id}
@@ -61,7 +61,5 @@ async def update_property(
 async def delete_property(
     property_id: str, principal: Writer, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
-    prop = await contact_properties.delete_property(
-        session, context, principal.team_id, property_id
-    )
+    prop = await audiences.delete_property(session, context, principal.team_id, property_id)
     return {"object": "contact_property", "id": prop.id, "deleted": True}

@@ -17,11 +17,16 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.api.bodies import list_body, unpaged_list_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
-from mailbridge.services import audiences, contact_batch, contacts
-from mailbridge.services.contact_batch import outcome_view
-from mailbridge.services.contact_filters import ContactFilters
-from mailbridge.services.contact_properties import registered_properties
-from mailbridge.services.contacts import ContactChanges, NewContact, TopicChoice, contact_view
+from mailbridge.services import audiences
+from mailbridge.services.audiences import (
+    ContactChanges,
+    ContactFilters,
+    NewContact,
+    TopicChoice,
+    contact_view,
+    outcome_view,
+    registered_properties,
+)
 from mailbridge.services.context import ServiceContext
 from mailbridge.storage.pagination import Page
 from mailbridge.storage.tables import Contact
@@ -45,7 +50,7 @@ class UpdateContact(ContactChanges):
 
 class ContactBatch(BaseModel):
     audience_id: str | None = None
-    contacts: list[NewContact] = Field(min_length=1, max_length=contact_batch.MAX_BATCH_SIZE)
+    contacts: list[NewContact] = Field(min_length=1, max_length=audiences.MAX_CONTACT_BATCH_SIZE)
 
 
 def contact_filters(
@@ -85,7 +90,7 @@ async def _create(
     body: CreateContact,
 ) -> dict[str, Any]:  # fmt: skip
     audience = await audiences.resolve_audience(session, context.clock, team_id, audience_id)
-    contact = await contacts.create_contact(
+    contact = await audiences.create_contact(
         session, context.clock, team_id, audience, body,
         topic_choices=body.topics or (),
         segment_ids=[segment.id for segment in body.segments or ()],
@@ -98,7 +103,7 @@ async def _update(
     session: AsyncSession, context: ServiceContext, team_id: str, contact: Contact,
     body: UpdateContact,
 ) -> dict[str, Any]:  # fmt: skip
-    await contacts.update_contact(
+    await audiences.update_contact(
         session, context.clock, team_id, contact, body,
         time_limit=context.settings.contacts_write_timeout,
     )  # fmt: skip
@@ -108,7 +113,7 @@ async def _update(
 async def _delete(
     session: AsyncSession, context: ServiceContext, team_id: str, contact: Contact
 ) -> dict[str, Any]:
-    await contacts.delete_contact(
+    await audiences.delete_contact(
         session, context.clock, team_id, contact,
         time_limit=context.settings.contacts_write_timeout,
     )  # fmt: skip
@@ -119,7 +124,7 @@ async def _in_audience(
     session: AsyncSession, team_id: str, audience_id: str, id_or_email: str
 ) -> Contact:
     audience = await audiences.get_audience(session, team_id, audience_id)
-    return await contacts.find_contact(session, team_id, id_or_email, audience.id)
+    return await audiences.find_contact(session, team_id, id_or_email, audience.id)
 
 
 async def _named(
@@ -127,7 +132,7 @@ async def _named(
 ) -> Contact:
     if audience_id is not None:
         return await _in_audience(session, team_id, audience_id, id_or_email)
-    return await contacts.find_contact(session, team_id, id_or_email)
+    return await audiences.find_contact(session, team_id, id_or_email)
 
 
 async def _contact_shown(session: AsyncSession, team_id: str, contact: Contact) -> dict[str, Any]:
@@ -157,7 +162,7 @@ async def list_audience_contacts(
     audience_id: str, principal: Reader, session: SessionDep, page: PageDep, filters: FiltersDep
 ) -> dict[str, Any]:
     scoped = dataclasses.replace(filters, audience_id=audience_id)
-    result = await contacts.list_contacts(session, principal.team_id, scoped, page)
+    result = await audiences.list_contacts(session, principal.team_id, scoped, page)
     return await _contacts_page(session, principal.team_id, result)
 
 
@@ -203,7 +208,7 @@ async def create_contact(
 async def list_contacts(
     principal: Reader, session: SessionDep, page: PageDep, filters: FiltersDep
 ) -> dict[str, Any]:
-    result = await contacts.list_contacts(session, principal.team_id, filters, page)
+    result = await audiences.list_contacts(session, principal.team_id, filters, page)
     return await _contacts_page(session, principal.team_id, result)
 
 
@@ -222,7 +227,7 @@ async def batch_contacts(
     audience = await audiences.resolve_audience(
         session, context.clock, principal.team_id, batch.audience_id or audience_id
     )
-    outcomes = await contact_batch.upsert_contacts(
+    outcomes = await audiences.upsert_contacts(
         session, context, principal.team_id, audience, batch.contacts
     )
     return unpaged_list_body(outcome_view(outcome) for outcome in outcomes)

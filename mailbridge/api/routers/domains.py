@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from mailbridge.api.bodies import list_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
-from mailbridge.services import domain_claims, domain_verification, domains
+from mailbridge.services import domains
 from mailbridge.services.domains import (
     DomainChanges,
     DomainOptions,
@@ -22,7 +22,7 @@ router = APIRouter(tags=["domains"])
 
 
 class CreateDomain(BaseModel):
-    name: str = Field(min_length=1, max_length=domains.MAX_NAME_LENGTH)
+    name: str = Field(min_length=1, max_length=domains.MAX_DOMAIN_NAME_LENGTH)
     region: str = domains.REGIONS[0]
     custom_return_path: str = domains.DEFAULT_RETURN_PATH
     tracking_subdomain: str = domains.DEFAULT_TRACKING_SUBDOMAIN
@@ -40,7 +40,7 @@ class UpdateDomain(BaseModel):
 class ClaimDomain(BaseModel):
     """Resend's claim body; a claimed domain keeps its own settings, so only ``name`` counts."""
 
-    name: str = Field(min_length=1, max_length=domains.MAX_NAME_LENGTH)
+    name: str = Field(min_length=1, max_length=domains.MAX_DOMAIN_NAME_LENGTH)
 
 
 @router.post("/domains", status_code=201)
@@ -74,11 +74,11 @@ async def claim_domain(
     context: ContextDep,
     response: Response,
 ) -> dict[str, Any]:
-    claim, started = await domain_claims.claim_domain(
+    claim, started = await domains.claim_domain(
         session, context.clock, context.settings, principal.team_id, body.name
     )
     response.status_code = 201 if started else 200
-    return await domain_claims.claim_view(session, context.clock, claim)
+    return await domains.claim_view(session, context.clock, claim)
 
 
 @router.get("/domains/{domain_id}")
@@ -124,7 +124,7 @@ async def verify_domain(
     domain_id: str, principal: Writer, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
     """Checks DNS now and answers the outcome (Resend answers before checking)."""
-    domain = await domain_verification.verify_domain(
+    domain = await domains.verify_domain(
         session, context.clock, context.settings, principal.team_id, domain_id
     )
     return domain_view(domain, context.settings)
@@ -134,15 +134,15 @@ async def verify_domain(
 async def get_claim(
     domain_id: str, principal: Reader, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
-    claim = await domain_claims.claim_for_domain(session, principal.team_id, domain_id)
-    return await domain_claims.claim_view(session, context.clock, claim)
+    claim = await domains.claim_for_domain(session, principal.team_id, domain_id)
+    return await domains.claim_view(session, context.clock, claim)
 
 
 @router.post("/domains/{domain_id}/claim/verify")
 async def verify_claim(
     domain_id: str, principal: Writer, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
-    claim = await domain_claims.verify_claim(
+    claim = await domains.verify_claim(
         session, context.clock, context.settings, principal.team_id, domain_id
     )
-    return await domain_claims.claim_view(session, context.clock, claim)
+    return await domains.claim_view(session, context.clock, claim)

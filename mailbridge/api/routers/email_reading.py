@@ -11,8 +11,8 @@ from fastapi import APIRouter, Depends, Query
 
 from mailbridge.api.bodies import list_body, unpaged_list_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep
-from mailbridge.services import email_reading
-from mailbridge.services.email_reading import EmailFilters, email_summary, email_view
+from mailbridge.services import email as emails
+from mailbridge.services.email import EmailFilters, email_summary, email_view
 from mailbridge.services.instance import instance_secret
 
 router = APIRouter(tags=["emails"])
@@ -41,13 +41,13 @@ FiltersDep = Annotated[EmailFilters, Depends(email_filters)]
 async def list_emails(
     principal: Reader, session: SessionDep, page: PageDep, filters: FiltersDep
 ) -> dict[str, Any]:
-    result = await email_reading.list_emails(session, principal.team_id, filters, page)
+    result = await emails.list_emails(session, principal.team_id, filters, page)
     return list_body(result, email_summary)
 
 
 @router.get("/emails/{email_id}")
 async def get_email(principal: Reader, email_id: str, session: SessionDep) -> dict[str, Any]:
-    email, events = await email_reading.get_email(session, principal.team_id, email_id)
+    email, events = await emails.get_email(session, principal.team_id, email_id)
     return email_view(email, events)
 
 
@@ -56,13 +56,12 @@ async def list_attachments(
     principal: Reader, email_id: str, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
     """Every attachment at once: not paginated (spec §4.4), pagination parameters ignored."""
-    infos = await email_reading.list_attachments(session, principal.team_id, email_id)
+    infos = await emails.list_attachments(session, principal.team_id, email_id)
     secret = await instance_secret(context.database, context.settings)
     now = context.clock.now()
     base_url = context.settings.public_url
     return unpaged_list_body(
-        email_reading.attachment_view(info, base_url=base_url, secret=secret, now=now)
-        for info in infos
+        emails.attachment_view(info, base_url=base_url, secret=secret, now=now) for info in infos
     )
 
 
@@ -70,9 +69,9 @@ async def list_attachments(
 async def get_attachment(
     principal: Reader, email_id: str, attachment_id: str, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
-    info = await email_reading.get_attachment(session, principal.team_id, email_id, attachment_id)
+    info = await emails.get_attachment(session, principal.team_id, email_id, attachment_id)
     secret = await instance_secret(context.database, context.settings)
-    view = email_reading.attachment_view(
+    view = emails.attachment_view(
         info, base_url=context.settings.public_url, secret=secret, now=context.clock.now()
     )
     return {"object": "attachment", **view}

@@ -10,8 +10,8 @@ from pydantic import BaseModel
 
 from mailbridge.api.deps import ContextDep, Sender
 from mailbridge.api.send_path import answer_response, answer_send
-from mailbridge.services import emails
-from mailbridge.services.auth import Principal
+from mailbridge.services import email as emails
+from mailbridge.services.accounts import Principal
 
 router = APIRouter(tags=["emails"])
 # The send routes read the header themselves; documented by hand.
@@ -55,11 +55,11 @@ async def _send(request: Request, principal: Principal, payload: Any, *, batch: 
 async def reschedule(
     email_id: str, body: Reschedule, principal: Sender, context: ContextDep
 ) -> dict[str, Any]:
-    await emails.reschedule(context, principal, email_id, body.scheduled_at)
+    await emails.reschedule_email(context, principal, email_id, body.scheduled_at)
     return {"object": "email", "id": email_id}
 
 
 @router.post("/emails/{email_id}/cancel")
 async def cancel(email_id: str, principal: Sender, context: ContextDep) -> dict[str, Any]:
-    await emails.cancel(context, principal, email_id)
+    await emails.cancel_email(context, principal, email_id)
     return {"object": "email", "id": email_id}

@@ -7,8 +7,8 @@ from typing import Any
 from fastapi import APIRouter
 
 from mailbridge.api.deps import ContextDep, Sender
-from mailbridge.triggers import intake
-from mailbridge.triggers.intake import SendEventRequest
+from mailbridge.services import automations
+from mailbridge.services.automations import SendEventRequest
 
 router = APIRouter(tags=["events"])
 
@@ -17,4 +17,4 @@ router = APIRouter(tags=["events"])
 async def send_event(
     body: SendEventRequest, principal: Sender, context: ContextDep
 ) -> dict[str, Any]:
-    return await intake.send_event(context, principal, body)
+    return await automations.send_event(context, principal, body)

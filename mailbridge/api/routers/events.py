@@ -10,8 +10,8 @@ from pydantic import BaseModel, Field
 
 from mailbridge.api.bodies import list_body, parse_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
-from mailbridge.services import event_definitions
-from mailbridge.services.event_definitions import event_definition_view
+from mailbridge.services import automations
+from mailbridge.services.automations import event_definition_view
 
 router = APIRouter(tags=["events"])
 
@@ -36,7 +36,7 @@ async def create_event(
     principal: Writer, request: Request, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
     body = await parse_body(request, CreateDefinition)
-    definition = await event_definitions.create_definition(
+    definition = await automations.create_definition(
         session, context.clock, principal.team_id, body.name, body.description,
         body.payload_schema,
     )  # fmt: skip
@@ -45,13 +45,13 @@ async def create_event(
 
 @router.get("/events")
 async def list_events(principal: Reader, session: SessionDep, page: PageDep) -> dict[str, Any]:
-    result = await event_definitions.list_definitions(session, principal.team_id, page)
+    result = await automations.list_definitions(session, principal.team_id, page)
     return list_body(result, event_definition_view)
 
 
 @router.get("/events/{id_or_name}")
 async def get_event(id_or_name: str, principal: Reader, session: SessionDep) -> dict[str, Any]:
-    definition = await event_definitions.find_definition(session, principal.team_id, id_or_name)
+    definition = await automations.find_definition(session, principal.team_id, id_or_name)
     return event_definition_view(definition)
 
 
@@ -64,7 +64,7 @@ async def update_event(
     context: ContextDep,
 ) -> dict[str, Any]:
     body = await parse_body(request, DefinitionFields)
-    definition = await event_definitions.update_definition(
+    definition = await automations.update_definition(
         session, context.clock, principal.team_id, id_or_name, body.changes()
     )
     return event_definition_view(definition)
@@ -72,5 +72,5 @@ async def update_event(
 
 @router.delete("/events/{id_or_name}")
 async def delete_event(id_or_name: str, principal: Writer, session: SessionDep) -> dict[str, Any]:
-    deleted = await event_definitions.delete_definition(session, principal.team_id, id_or_name)
+    deleted = await automations.delete_definition(session, principal.team_id, id_or_name)
     return {"object": "event", "id": deleted, "deleted": True}

@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from mailbridge.api.bodies import list_body
 from mailbridge.api.deps import ContextDep, LogSinkDep, PageDep, Reader
-from mailbridge.services import request_logs
+from mailbridge.services import accounts
 
 router = APIRouter(tags=["logs"])
 
@@ -16,8 +16,8 @@ async def list_logs(
     principal: Reader, context: ContextDep, sink: LogSinkDep, page: PageDep
 ) -> dict[str, Any]:
     await sink.flush()
-    result = await request_logs.list_logs(context.database, principal.team_id, page)
-    return list_body(result, lambda row: request_logs.log_view(row, with_bodies=False))
+    result = await accounts.list_logs(context.database, principal.team_id, page)
+    return list_body(result, lambda row: accounts.log_view(row, with_bodies=False))
 
 
 @router.get("/logs/{log_id}")
@@ -25,5 +25,5 @@ async def get_log(
     log_id: str, principal: Reader, context: ContextDep, sink: LogSinkDep
 ) -> dict[str, Any]:
     await sink.flush()
-    row = await request_logs.get_log(context.database, principal.team_id, log_id)
-    return request_logs.log_view(row, with_bodies=True)
+    row = await accounts.get_log(context.database, principal.team_id, log_id)
+    return accounts.log_view(row, with_bodies=True)

@@ -9,11 +9,13 @@ from pydantic import BaseModel, Field
 
 from mailbridge.api.bodies import list_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
-from mailbridge.services import segments
-from mailbridge.services.contact_properties import registered_properties
-from mailbridge.services.contacts import contact_view
-from mailbridge.services.segment_filters import SegmentFilter
-from mailbridge.services.segments import segment_view
+from mailbridge.services import audiences
+from mailbridge.services.audiences import (
+    SegmentFilter,
+    contact_view,
+    registered_properties,
+    segment_view,
+)
 
 router = APIRouter(tags=["segments"])
 
@@ -36,7 +38,7 @@ def membership_view(segment_id: str, contact_id: str, **extra: Any) -> dict[str,
 async def create_segment(
     body: CreateSegment, principal: Writer, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
-    segment = await segments.create_segment(
+    segment = await audiences.create_segment(
         session, context.clock, principal.team_id, body.name, body.filter,
         body.audience_id, body.domain,
     )  # fmt: skip
@@ -45,12 +47,12 @@ async def create_segment(
 
 @router.get("/segments")
 async def list_segments(principal: Reader, session: SessionDep, page: PageDep) -> dict[str, Any]:
-    return list_body(await segments.list_segments(session, principal.team_id, page), segment_view)
+    return list_body(await audiences.list_segments(session, principal.team_id, page), segment_view)
 
 
 @router.get("/segments/{segment_id}")
 async def get_segment(segment_id: str, principal: Reader, session: SessionDep) -> dict[str, Any]:
-    return segment_view(await segments.get_segment(session, principal.team_id, segment_id))
+    return segment_view(await audiences.get_segment(session, principal.team_id, segment_id))
 
 
 @router.patch("/segments/{segment_id}")
@@ -61,7 +63,7 @@ async def update_segment(
     session: SessionDep,
     context: ContextDep,
 ) -> dict[str, Any]:
-    segment = await segments.update_segment(
+    segment = await audiences.update_segment(
         session, context.clock, principal.team_id, segment_id, body
     )
     return segment_view(segment)
@@ -69,7 +71,7 @@ async def update_segment(
 
 @router.delete("/segments/{segment_id}")
 async def delete_segment(segment_id: str, principal: Writer, session: SessionDep) -> dict[str, Any]:
-    await segments.delete_segment(session, principal.team_id, segment_id)
+    await audiences.delete_segment(session, principal.team_id, segment_id)
     return {"object": "segment", "id": segment_id, "deleted": True}
 
 
@@ -77,7 +79,7 @@ async def delete_segment(segment_id: str, principal: Writer, session: SessionDep
 async def segment_contacts(
     segment_id: str, principal: Reader, session: SessionDep, page: PageDep
 ) -> dict[str, Any]:
-    result = await segments.segment_contacts(session, principal.team_id, segment_id, page)
+    result = await audiences.segment_contacts(session, principal.team_id, segment_id, page)
     registry = await registered_properties(session, principal.team_id)
     return list_body(result, lambda contact: contact_view(contact, registry))
 
@@ -87,7 +89,7 @@ async def segment_contacts(
 async def add_member(
     segment_id: str, contact_ref: str, principal: Writer, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
-    segment, contact = await segments.add_member(
+    segment, contact = await audiences.add_segment_member(
         session, context.clock, principal.team_id, segment_id, contact_ref
     )
     return membership_view(segment.id, contact.id)
@@ -98,7 +100,7 @@ async def add_member(
 async def remove_member(
     segment_id: str, contact_ref: str, principal: Writer, session: SessionDep
 ) -> dict[str, Any]:
-    segment, contact = await segments.remove_member(
+    segment, contact = await audiences.remove_segment_member(
         session, principal.team_id, segment_id, contact_ref
     )
     return membership_view(segment.id, contact.id, deleted=True)
@@ -108,5 +110,5 @@ async def remove_member(
 async def contact_segments(
     contact_ref: str, principal: Reader, session: SessionDep, page: PageDep
 ) -> dict[str, Any]:
-    result = await segments.segments_of_contact(session, principal.team_id, contact_ref, page)
+    result = await audiences.segments_of_contact(session, principal.team_id, contact_ref, page)
     return list_body(result, segment_view)

@@ -10,12 +10,9 @@ from pydantic import BaseModel, Field, model_validator
 
 from mailbridge.api.bodies import list_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
-from mailbridge.services import suppression_list
-from mailbridge.services.suppression_list import (
-    MAX_BATCH_SIZE,
-    suppression_summary,
-    suppression_view,
-)
+from mailbridge.services import email as emails
+from mailbridge.services.email import MAX_SUPPRESSION_BATCH_SIZE as MAX_BATCH_SIZE
+from mailbridge.services.email import suppression_summary, suppression_view
 
 router = APIRouter(tags=["suppressions"])
 
@@ -49,7 +46,7 @@ async def list_suppressions(
     page: PageDep,
     origin: Annotated[str | None, Query()] = None,
 ) -> dict[str, Any]:
-    result = await suppression_list.list_suppressions(session, principal.team_id, origin, page)
+    result = await emails.list_suppressions(session, principal.team_id, origin, page)
     return list_body(result, suppression_summary)
 
 
@@ -58,7 +55,7 @@ async def add_suppression(
     principal: Writer, body: AddSuppression, session: SessionDep, context: ContextDep
 ) -> JSONResponse:
     """201 with a new entry; 200 with the existing one when the address was already there."""
-    entry, created = await suppression_list.add_suppression(
+    entry, created = await emails.add_suppression(
         session, context.clock, principal.team_id, body.email,
         body.origin or body.reason or "manual",
     )  # fmt: skip
@@ -69,9 +66,7 @@ async def add_suppression(
 async def add_suppressions(
     principal: Writer, body: AddSuppressions, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
-    entries = await suppression_list.add_suppressions(
-        session, context.clock, principal.team_id, body.emails
-    )
+    entries = await emails.add_suppressions(session, context.clock, principal.team_id, body.emails)
     return {"data": [{"object": "suppression", "id": entry.id} for entry in entries]}
 
 
@@ -80,7 +75,7 @@ async def remove_suppressions(
     principal: Writer, body: RemoveSuppressions, session: SessionDep
 ) -> dict[str, Any]:
     names = body.emails if body.emails is not None else body.ids or []
-    removed = await suppression_list.remove_suppressions(session, principal.team_id, names)
+    removed = await emails.remove_suppressions(session, principal.team_id, names)
     return {"data": [{"object": "suppression", "id": e.id, "deleted": True} for e in removed]}
 
 
@@ -88,7 +83,7 @@ async def remove_suppressions(
 async def get_suppression(
     principal: Reader, id_or_email: str, session: SessionDep
 ) -> dict[str, Any]:
-    entry = await suppression_list.find_suppression(session, principal.team_id, id_or_email)
+    entry = await emails.find_suppression(session, principal.team_id, id_or_email)
     return suppression_view(entry)
 
 
@@ -96,5 +91,5 @@ async def get_suppression(
 async def remove_suppression(
     principal: Writer, id_or_email: str, session: SessionDep
 ) -> dict[str, Any]:
-    entry = await suppression_list.remove_suppression(session, principal.team_id, id_or_email)
+    entry = await emails.remove_suppression(session, principal.team_id, id_or_email)
     return {"object": "suppression", "id": entry.id, "deleted": True}

@@ -12,18 +12,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.api.bodies import list_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
-from mailbridge.services import audiences, contacts, topics
-from mailbridge.services.contacts import TopicChoice
-from mailbridge.services.topics import subscription_view, topic_view
+from mailbridge.services import audiences
+from mailbridge.services.audiences import TopicChoice, subscription_view, topic_view
 from mailbridge.storage.tables import Contact
 
 router = APIRouter(tags=["topics"])
 
 
 class CreateTopic(BaseModel):
-    name: str = Field(min_length=1, max_length=topics.MAX_NAME_LENGTH)
+    name: str = Field(min_length=1, max_length=audiences.MAX_TOPIC_NAME_LENGTH)
     default_subscription: Literal["opt_in", "opt_out"]
-    description: str | None = Field(default=None, max_length=topics.MAX_DESCRIPTION_LENGTH)
+    description: str | None = Field(default=None, max_length=audiences.MAX_TOPIC_DESCRIPTION_LENGTH)
     visibility: Literal["public", "private"] = "public"
 
 
@@ -35,7 +34,7 @@ class TopicChoices(BaseModel):
 async def create_topic(
     body: CreateTopic, principal: Writer, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
-    topic = await topics.create_topic(
+    topic = await audiences.create_topic(
         session, context.clock, principal.team_id, body.name, body.default_subscription,
         body.description, body.visibility,
     )  # fmt: skip
@@ -44,12 +43,12 @@ async def create_topic(
 
 @router.get("/topics")
 async def list_topics(principal: Reader, session: SessionDep, page: PageDep) -> dict[str, Any]:
-    return list_body(await topics.list_topics(session, principal.team_id, page), topic_view)
+    return list_body(await audiences.list_topics(session, principal.team_id, page), topic_view)
 
 
 @router.get("/topics/{topic_id}")
 async def get_topic(topic_id: str, principal: Reader, session: SessionDep) -> dict[str, Any]:
-    return topic_view(await topics.get_topic(session, principal.team_id, topic_id))
+    return topic_view(await audiences.get_topic(session, principal.team_id, topic_id))
 
 
 @router.patch("/topics/{topic_id}")
@@ -60,13 +59,13 @@ async def update_topic(
     session: SessionDep,
     context: ContextDep,
 ) -> dict[str, Any]:
-    topic = await topics.update_topic(session, context.clock, principal.team_id, topic_id, body)
+    topic = await audiences.update_topic(session, context.clock, principal.team_id, topic_id, body)
     return {"object": "topic", "id": topic.id}
 
 
 @router.delete("/topics/{topic_id}")
 async def delete_topic(topic_id: str, principal: Writer, session: SessionDep) -> dict[str, Any]:
-    topic = await topics.delete_topic(session, principal.team_id, topic_id)
+    topic = await audiences.delete_topic(session, principal.team_id, topic_id)
     return {"object": "topic", "id": topic.id, "deleted": True}
 
 
@@ -75,7 +74,7 @@ async def _contact(
 ) -> Contact:
     if audience_id is not None:
         await audiences.get_audience(session, team_id, audience_id)
-    return await contacts.find_contact(session, team_id, id_or_email, audience_id)
+    return await audiences.find_contact(session, team_id, id_or_email, audience_id)
 
 
 @router.get("/contacts/{id_or_email}/topics")
@@ -84,7 +83,7 @@ async def contact_topics(
     audience_id: Annotated[str | None, Query()] = None,
 ) -> dict[str, Any]:  # fmt: skip
     contact = await _contact(session, principal.team_id, id_or_email, audience_id)
-    result = await topics.contact_subscriptions(session, principal.team_id, contact.id, page)
+    result = await audiences.contact_subscriptions(session, principal.team_id, contact.id, page)
     return list_body(result, subscription_view)
 
 
@@ -101,7 +100,7 @@ async def update_contact_topics(
             [{**error, "loc": ("body", *error["loc"])} for error in exc.errors()]
         ) from None
     contact = await _contact(session, principal.team_id, id_or_email, audience_id)
-    await topics.set_choices(
+    await audiences.set_choices(
         session, context.clock, principal.team_id, contact.id,
         [(choice.id, choice.subscription) for choice in choices.topics],
     )  # fmt: skip

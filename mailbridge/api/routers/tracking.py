@@ -27,7 +27,7 @@ from mailbridge.api.deps import ContextDep, SessionDep
 from mailbridge.errors import NotFound
 from mailbridge.mail import tracking
 from mailbridge.mail.signed_links import read_download_token
-from mailbridge.services import email_reading, email_tracking
+from mailbridge.services import email as emails
 from mailbridge.services.instance import instance_secret
 
 logger = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ async def open_pixel(token: str, session: SessionDep, context: ContextDep) -> Re
     email_id = tracking.read_open_token(secret, token)
     if email_id is not None:
         try:
-            await email_tracking.record_open(session, context.clock, email_id)
+            await emails.record_open(session, context.clock, email_id)
         except SQLAlchemyError:
             # The image must still load; the lost open is in the log.
             logger.exception("could not record an open of email %s", email_id)
@@ -84,7 +84,7 @@ async def click(
     if target is None:
         raise NotFound("Link not found.")
     try:
-        await email_tracking.record_click(
+        await emails.record_click(
             session, context.clock, target.email_id, target.url,
             ip_address=request.client.host if request.client else None,
             user_agent=request.headers.get("user-agent"),
@@ -112,7 +112,7 @@ async def unsubscribe_page(token: str, context: ContextDep) -> HTMLResponse:
 @router.post("/t/u/{token}")
 async def unsubscribe(token: str, session: SessionDep, context: ContextDep) -> HTMLResponse:
     email_id = await _unsubscribe_email_id(token, context)
-    await email_tracking.unsubscribe(session, context.clock, email_id)
+    await emails.unsubscribe(session, context.clock, email_id)
     return HTMLResponse(UNSUBSCRIBED_PAGE, headers=NO_CACHE)
 
 
@@ -122,7 +122,7 @@ async def download_attachment(token: str, session: SessionDep, context: ContextD
     attachment_id = read_download_token(secret, token, context.clock.now())
     if attachment_id is None:
         raise NotFound("Download link not found or expired.")
-    attachment = await email_reading.attachment_for_download(session, attachment_id)
+    attachment = await emails.attachment_for_download(session, attachment_id)
     disposition = f"attachment; filename*=UTF-8''{quote(attachment.filename, safe='')}"
     return Response(
         attachment.content,

@@ -9,9 +9,13 @@ from pydantic import BaseModel, Field
 
 from mailbridge.api.bodies import list_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
-from mailbridge.services import webhook_deliveries, webhooks
-from mailbridge.services.webhook_deliveries import delivery_view
-from mailbridge.services.webhooks import WebhookChanges, created_webhook_view, webhook_view
+from mailbridge.services import webhooks
+from mailbridge.services.webhooks import (
+    WebhookChanges,
+    created_webhook_view,
+    delivery_view,
+    webhook_view,
+)
 
 router = APIRouter(tags=["webhooks"])
 
@@ -78,7 +82,7 @@ async def list_deliveries(
     status: Annotated[str | None, Query()] = None,
 ) -> dict[str, Any]:
     webhook = await webhooks.get_webhook(session, principal.team_id, webhook_id)
-    result = await webhook_deliveries.list_deliveries(session, webhook.id, page, status)
+    result = await webhooks.list_deliveries(session, webhook.id, page, status)
     return list_body(result, delivery_view)
 
 
@@ -87,7 +91,7 @@ async def get_delivery(
     webhook_id: str, delivery_id: str, principal: Reader, session: SessionDep
 ) -> dict[str, Any]:
     webhook = await webhooks.get_webhook(session, principal.team_id, webhook_id)
-    delivery = await webhook_deliveries.get_delivery(session, webhook.id, delivery_id)
+    delivery = await webhooks.get_delivery(session, webhook.id, delivery_id)
     return delivery_view(delivery, with_payload=True)
 
 
@@ -101,6 +105,6 @@ async def replay_delivery(
 ) -> dict[str, Any]:
     """A new delivery of the same event (same body and event id), due now."""
     webhook = await webhooks.get_webhook(session, principal.team_id, webhook_id)
-    replay = await webhook_deliveries.replay_delivery(session, context.clock, webhook, delivery_id)
+    replay = await webhooks.replay_delivery(session, context.clock, webhook, delivery_id)
     context.work_added()
     return delivery_view(replay)

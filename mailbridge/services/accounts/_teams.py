@@ -1,0 +1,88 @@
+"""Teams (tenants) and their members."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from enum import StrEnum
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from mailbridge.clock import Clock
+from mailbridge.errors import ConfigurationError
+from mailbridge.services.accounts import _tokens as tokens
+from mailbridge.services.accounts._plans import PLANS
+from mailbridge.storage.tables import Member, MemberSession, Team
+
+MEMBER_SESSION_KIND = "mbs"
+MEMBER_SESSION_LIFETIME = timedelta(days=30)
+
+
+class Role(StrEnum):
+    OWNER = "owner"
+    ADMIN = "admin"
+    VIEW_ONLY = "view_only"
+
+
+async def create_team(session: AsyncSession, clock: Clock, name: str, plan: str = "free") -> Team:
+    if plan not in PLANS:
+        raise ConfigurationError(f"unknown plan {plan!r}; choose one of {', '.join(PLANS)}")
+    team = Team(name=name, plan=plan, created_at=clock.now())
+    session.add(team)
+    try:
+        await session.commit()
+    except IntegrityError:
+        await session.rollback()
+        raise ConfigurationError(f"a team named {name!r} exists already") from None
+    return team
+
+
+async def count_teams(session: AsyncSession) -> int:
+    return int(await session.scalar(select(func.count()).select_from(Team)) or 0)
+
+
+async def resolve_team(session: AsyncSession, ref: str | None) -> Team:
+    """The team named or identified by ``ref``; with one team only, ``ref`` may be omitted."""
+    if ref is None:
+        teams = (await session.scalars(select(Team).limit(2))).all()
+        if len(teams) == 1:
+            return teams[0]
+        if not teams:
+            raise ConfigurationError("no team yet: run `mailbridge teams create --name NAME`")
+        raise ConfigurationError("several teams exist: pass --team NAME")
+    team = await session.scalar(select(Team).where((Team.id == ref) | (Team.name == ref)))
+    if team is None:
+        raise ConfigurationError(f"no team named or identified {ref!r}")
+    return team
+
+
+async def add_member(
+    session: AsyncSession, clock: Clock, team: Team, email: str, role: Role
+) -> tuple[Member, str]:
+    """Add a member and open a session for them; returns the member and the session token."""
+    member = Member(team_id=team.id, email=email.lower(), role=role.value, created_at=clock.now())
+    session.add(member)
+    try:
+        await session.flush()
+    except IntegrityError:
+        await session.rollback()
+        raise ConfigurationError(f"{email} is a member of {team.name} already") from None
+    token = await open_member_session(session, clock, member)
+    return member, token
+
+
+async def open_member_session(session: AsyncSession, clock: Clock, member: Member) -> str:
+    issued = tokens.issue(MEMBER_SESSION_KIND)
+    now = clock.now()
+    session.add(
+        MemberSession(
+            member_id=member.id,
+            token_prefix=issued.prefix,
+            token_hash=issued.digest,
+            created_at=now,
+            expires_at=now + MEMBER_SESSION_LIFETIME,
+        )
+    )
+    await session.commit()
+    return issued.token

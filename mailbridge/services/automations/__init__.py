@@ -1,0 +1,77 @@
+"""Automations: graphs, their versions and steps, the runs through them, and events in.
+
+Owns ``automations``, ``automation_versions``, ``automation_runs``,
+``automation_run_steps`` and ``event_definitions``; implements the engine's ports on
+the database (``sql_engine``), takes custom events (``POST /events/send``) and feeds
+built-in activity to the engine (``BuiltInTriggers``).
+"""
+
+from __future__ import annotations
+
+from mailbridge.services.automations._automations import (
+    NewAutomation,
+    automation_list_item,
+    automation_view,
+    create_automation,
+    delete_automation,
+    duplicate_automation,
+    find_automation,
+    get_automation,
+    list_automations,
+    stop_automation,
+    update_automation,
+)
+from mailbridge.services.automations._backend import sql_engine
+from mailbridge.services.automations._builtin_triggers import BuiltInTriggers
+from mailbridge.services.automations._event_definitions import (
+    create_definition,
+    delete_definition,
+    event_definition_view,
+    find_definition,
+    list_definitions,
+    update_definition,
+)
+from mailbridge.services.automations._event_intake import SendEventRequest, send_event
+from mailbridge.services.automations._graphs import graph_of
+from mailbridge.services.automations._runs import get_run, list_runs, run_detail_view, run_view
+from mailbridge.services.automations._steps import (
+    NewStep,
+    add_step,
+    delete_step,
+    find_step,
+    update_step,
+)
+
+__all__ = [
+    "BuiltInTriggers",
+    "NewAutomation",
+    "NewStep",
+    "SendEventRequest",
+    "add_step",
+    "automation_list_item",
+    "automation_view",
+    "create_automation",
+    "create_definition",
+    "delete_automation",
+    "delete_definition",
+    "delete_step",
+    "duplicate_automation",
+    "event_definition_view",
+    "find_automation",
+    "find_definition",
+    "find_step",
+    "get_automation",
+    "get_run",
+    "graph_of",
+    "list_automations",
+    "list_definitions",
+    "list_runs",
+    "run_detail_view",
+    "run_view",
+    "send_event",
+    "sql_engine",
+    "stop_automation",
+    "update_automation",
+    "update_definition",
+    "update_step",
+]

@@ -1,0 +1,111 @@
+"""Send steps' emails through the transactional pipeline, inside the engine's transaction.
+
+Each email goes through the same checks as POST /emails (``prepare_email``: domain,
+addresses, reserved and simulator recipients), is marked marketing for the
+unsubscribe headers, and is stored with :func:`email_acceptance.store` at commit —
+with the run's state change, so a send step sends once. Its id is derived from the
+run and step, which makes a second attempt at the same step a no-op even across
+transactions. Quota: a send that would exceed the plan waits an hour (the step is
+retried); a recipient on the suppression list is skipped.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from mailbridge.engine.ports import OutgoingEmail, SendRefused
+from mailbridge.errors import ApiError, DailyQuotaExceeded, MonthlyQuotaExceeded
+from mailbridge.mail import templating
+from mailbridge.services import email as emails
+from mailbridge.services.accounts import Principal, QuotaLedger, lock_teams
+from mailbridge.services.context import ServiceContext
+from mailbridge.services.email import SendEmailRequest, SendJob, prepare_email
+from mailbridge.services.email import store_email as store
+
+_EMAIL_IDS = uuid.UUID("5b0b8d0e-3f5c-4c1e-9a57-6d1c1b7e0a11")
+QUOTA_RETRY = timedelta(hours=1)
+
+
+def email_id_for(key: str) -> str:
+    return str(uuid.uuid5(_EMAIL_IDS, key))
+
+
+class SQLMailer:
+    def __init__(self, session: AsyncSession, context: ServiceContext) -> None:
+        self.session = session
+        self.context = context
+        self._jobs: list[SendJob] = []
+        self._ids: set[str] = set()
+        self._ledgers: dict[str, QuotaLedger] = {}
+        self._lists: dict[str, set[str]] = {}
+
+    async def send(self, email: OutgoingEmail) -> str:
+        email_id = email_id_for(email.key)
+        # The id is the run's and step's: a second send of it in another transaction is
+        # impossible (the step's record commits with it) and would fail the insert anyway.
+        if email_id in self._ids:
+            return email_id
+        now = self.context.clock.now()
+        contact = email.contact
+        body = SendEmailRequest.model_validate(
+            {
+                "from": email.from_address,
+                "to": [email.to],
+                "reply_to": email.reply_to or [],
+                "subject": templating.render(email.subject, email.variables, contact=contact),
+                "html": templating.render(email.html, email.variables, contact=contact, html=True)
+                if email.html
+                else None,
+                "text": templating.render(email.text, email.variables, contact=contact)
+                if email.text
+                else None,
+                "tags": [{"name": "automation_id", "value": email.automation_id}],
+            }
+        )
+        principal = Principal(team_id=email.team_id, plan="")
+        try:
+            prepared = await prepare_email(
+                self.session, self.context, principal, body, now,
+                marketing=True, contact_id=contact.get("id"),
+            )  # fmt: skip
+            prepared.apply_suppression_list(await self._suppressed(email.team_id))
+            ledger = await self._ledger(email.team_id)
+            ledger.charge(email.team_id, prepared.charged_recipients)
+        except (DailyQuotaExceeded, MonthlyQuotaExceeded) as refusal:
+            raise SendRefused(refusal.message, retry_at=now + QUOTA_RETRY) from refusal
+        except ApiError as refusal:
+            skip = "suppressed" in refusal.message
+            raise SendRefused(refusal.message, skip=skip) from refusal
+        prepared.row["id"] = email_id
+        domain = str(prepared.row["message_id"]).rsplit("@", 1)[-1]
+        prepared.row["message_id"] = f"<{email_id}@{domain}"
+        self._jobs.append(SendJob(email.team_id, [prepared]))
+        self._ids.add(email_id)
+        return email_id
+
+    async def _suppressed(self, team_id: str) -> set[str]:
+        """The team's suppression list, read once a transaction (not once an email)."""
+        if team_id not in self._lists:
+            self._lists[team_id] = await emails.listed_addresses(self.session, team_id)
+        return self._lists[team_id]
+
+    async def _ledger(self, team_id: str) -> QuotaLedger:
+        if team_id not in self._ledgers:
+            await lock_teams(self.session, [team_id])
+            self._ledgers[team_id] = await QuotaLedger.load(
+                self.session, self.context.clock.now(), [team_id]
+            )
+        return self._ledgers[team_id]
+
+    async def flush(self) -> bool:
+        """Store the emails asked for; True when some were (the delivery runner has work)."""
+        if not self._jobs:
+            return False
+        jobs, self._jobs = self._jobs, []
+        for outcome in await store(self.session, self.context.clock, jobs):
+            if outcome is not None:  # checked when asked; a refusal now means a race: retry all
+                raise outcome
+        return True

@@ -1,0 +1,112 @@
+"""Email: from a send request to a delivered (or refused) message.
+
+Owns ``emails``, ``email_attachments``, ``email_events``, ``idempotency_records`` and
+``suppressions``: acceptance (validation, preparation, the grouped write),
+idempotency, suppression lists, reading and tracking, and the delivery queue and
+journal that the runner's delivery worker claims from and records into.
+"""
+
+from __future__ import annotations
+
+from mailbridge.services.email._acceptance import EmailWriter, SendJob
+from mailbridge.services.email._acceptance import store as store_email
+from mailbridge.services.email._delivery_journal import DeliveryJournal
+from mailbridge.services.email._delivery_messages import (
+    BuiltMessage,
+    MessageBuilder,
+    MessageNotBuilt,
+    envelope_sender,
+)
+from mailbridge.services.email._delivery_queue import RETRY_POLICY as EMAIL_RETRY_POLICY
+from mailbridge.services.email._delivery_queue import (
+    ClaimedBatch,
+    RetryPolicy,
+    attachment_contents,
+    owners_holding_leases,
+)
+from mailbridge.services.email._delivery_queue import any_unsettled as any_unsettled_emails
+from mailbridge.services.email._delivery_queue import claim as claim_emails
+from mailbridge.services.email._delivery_queue import claim_unsettled as claim_unsettled_emails
+from mailbridge.services.email._delivery_queue import leases as email_leases
+from mailbridge.services.email._delivery_queue import next_due_at as next_email_due_at
+from mailbridge.services.email._delivery_queue import release as release_emails
+from mailbridge.services.email._preparation import prepare_email
+from mailbridge.services.email._reading import (
+    EmailFilters,
+    attachment_for_download,
+    attachment_view,
+    email_summary,
+    email_view,
+    get_attachment,
+    get_email,
+    list_attachments,
+    list_emails,
+)
+from mailbridge.services.email._requests import SendEmailRequest
+from mailbridge.services.email._sending import Answer as SendAnswer
+from mailbridge.services.email._sending import cancel as cancel_email
+from mailbridge.services.email._sending import reschedule as reschedule_email
+from mailbridge.services.email._sending import send as send_email
+from mailbridge.services.email._suppression_list import MAX_BATCH_SIZE as MAX_SUPPRESSION_BATCH_SIZE
+from mailbridge.services.email._suppression_list import (
+    add_suppression,
+    add_suppressions,
+    find_suppression,
+    list_suppressions,
+    remove_suppression,
+    remove_suppressions,
+    suppression_summary,
+    suppression_view,
+)
+from mailbridge.services.email._suppressions import listed_addresses
+from mailbridge.services.email._tracking import record_click, record_open, unsubscribe
+
+__all__ = [
+    "EMAIL_RETRY_POLICY",
+    "MAX_SUPPRESSION_BATCH_SIZE",
+    "BuiltMessage",
+    "ClaimedBatch",
+    "DeliveryJournal",
+    "EmailFilters",
+    "EmailWriter",
+    "MessageBuilder",
+    "MessageNotBuilt",
+    "RetryPolicy",
+    "SendAnswer",
+    "SendEmailRequest",
+    "SendJob",
+    "add_suppression",
+    "add_suppressions",
+    "any_unsettled_emails",
+    "attachment_contents",
+    "attachment_for_download",
+    "attachment_view",
+    "cancel_email",
+    "claim_emails",
+    "claim_unsettled_emails",
+    "email_leases",
+    "email_summary",
+    "email_view",
+    "envelope_sender",
+    "find_suppression",
+    "get_attachment",
+    "get_email",
+    "list_attachments",
+    "list_emails",
+    "list_suppressions",
+    "listed_addresses",
+    "next_email_due_at",
+    "owners_holding_leases",
+    "prepare_email",
+    "record_click",
+    "record_open",
+    "release_emails",
+    "remove_suppression",
+    "remove_suppressions",
+    "reschedule_email",
+    "send_email",
+    "store_email",
+    "suppression_summary",
+    "suppression_view",
+    "unsubscribe",
+]
