@@ -70,6 +70,14 @@ class Settings(BaseSettings):
     domain_recheck_interval: float = Field(
         default=6 * 3600, gt=0, description="seconds between the runner's domain re-verifications"
     )
+    # Bench switches (bench/send.py): the hand-written hot paths against the library paths
+    # they replace, side by side in one run. Not for production use.
+    bench_send_shortcut: bool = Field(
+        default=True, description="bench only: answer JSON sends ahead of FastAPI's routing"
+    )
+    bench_inline_sqlite_writes: bool = Field(
+        default=True, description="bench only: hot SQLite writes inline, not through aiosqlite"
+    )
 
     @property
     def resolved_database_url(self) -> str:

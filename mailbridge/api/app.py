@@ -131,7 +131,8 @@ def create_app(
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
-    app.add_middleware(SendPath, context=context, writer=email_writer)
+    if context.settings.bench_send_shortcut:
+        app.add_middleware(SendPath, context=context, writer=email_writer)
     app.add_middleware(SendRateLimit, counters=rate_counters)
     app.add_middleware(ApiMiddleware, context=context, log_sink=log_sink)
     return app

@@ -41,7 +41,7 @@ import httpx
 from mailbridge.mail.providers import OutboxProvider, SmtpProvider, provider_from_settings
 from mailbridge.mail.providers.base import OUTCOME_TYPES, Delivery, Handover, Provider
 from mailbridge.mail.providers.simulator import split_recipients
-from mailbridge.mail.rendering import LocalRenderer, ProcessRenderer, Renderer
+from mailbridge.mail.rendering import SHIPPED, LocalRenderer, ProcessRenderer, Renderer, RenderPaths
 from mailbridge.services import email as emails
 from mailbridge.services.context import ServiceContext
 from mailbridge.services.email import EMAIL_RETRY_POLICY as RETRY_POLICY
@@ -86,6 +86,7 @@ class DeliveryWorker:
         stop_grace: float = STOP_GRACE,
         poll_interval: float | None = None,
         render_processes: int = 0,
+        render_paths: RenderPaths = SHIPPED,
     ) -> None:
         self.context = context
         self.settings = context.settings
@@ -103,6 +104,8 @@ class DeliveryWorker:
         # times a lease is enough (the look scans the due index, a backlog included).
         self.settle_check_every = max(1.0, self.lease.total_seconds() / 4)
         self.render_processes = render_processes
+        # The delivery bench's switch to the library paths (``RenderPaths``); nothing else's.
+        self.render_paths = render_paths
         self._renderer: Renderer | None = None
         self._given_provider = provider
         self._given_http = http
@@ -144,9 +147,9 @@ class DeliveryWorker:
         self._http = self._given_http or httpx.AsyncClient(follow_redirects=False, trust_env=False)
         secret = await instance_secret(context.database, self.settings)
         if self.render_processes > 0:
-            self._renderer = ProcessRenderer(self.render_processes)
+            self._renderer = ProcessRenderer(self.render_processes, self.render_paths)
         else:
-            self._renderer = LocalRenderer()
+            self._renderer = LocalRenderer(self.render_paths)
         await self._renderer.start()
         self._builder = MessageBuilder(
             self.settings, context.clock, secret, self._http, self._renderer

@@ -27,7 +27,7 @@ from datetime import timedelta
 
 import httpx
 
-from mailbridge.mail.keepalive import KeepAliveTransport
+from mailbridge.mail.http_post import AiohttpPoster, Poster
 from mailbridge.runner.delivery import new_owner
 from mailbridge.services import webhooks
 from mailbridge.services.context import ServiceContext
@@ -49,7 +49,7 @@ class WebhookWorker:
         self,
         context: ServiceContext,
         *,
-        transport: httpx.AsyncBaseTransport | None = None,
+        transport: Poster | httpx.AsyncBaseTransport | None = None,
         owner: str | None = None,
         retry_policy: RetryPolicy = RETRY_POLICY,
         poll_interval: float | None = None,
@@ -71,7 +71,7 @@ class WebhookWorker:
         self.disable_after = timedelta(seconds=settings.webhook_disable_after)
         self.refill = max(1, min(self.batch_size, self.concurrency // 4))
         self._given_transport = transport
-        self._transport: httpx.AsyncBaseTransport | None = None
+        self._poster: Poster | None = None  # made by the worker when none is given
         self._sender: WebhookSender | None = None
         self._in_flight: set[asyncio.Task[None]] = set()
         self._outcomes: list[Outcome] = []
@@ -99,10 +99,12 @@ class WebhookWorker:
     async def open(self) -> None:
         if self._sender is not None:
             return
-        self._transport = self._given_transport or KeepAliveTransport()
+        poster = self._given_transport
+        if poster is None:
+            poster = self._poster = AiohttpPoster()
         settings = self.context.settings
         self._sender = WebhookSender(
-            self._transport,
+            poster,
             self.context.clock,
             timeout=settings.webhook_timeout,
             allow_private=settings.webhook_allow_private,
@@ -130,8 +132,9 @@ class WebhookWorker:
                 await session.commit()
         except Exception:
             logger.exception("could not record outcomes or release the leases of %s", self.owner)
-        if self._given_transport is None and self._transport is not None:
-            await self._transport.aclose()
+        if self._poster is not None:
+            await self._poster.aclose()
+            self._poster = None
         self._sender = None
 
     async def run(self, stopping: asyncio.Event) -> None:

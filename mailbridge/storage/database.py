@@ -88,8 +88,9 @@ def create_engine(
 class Database:
     """One engine and its session factory; created by whoever owns the process."""
 
-    def __init__(self, url: str, *, schema: str | None = None) -> None:
+    def __init__(self, url: str, *, schema: str | None = None, inline_writes: bool = True) -> None:
         self.url = url
+        self.inline_writes = inline_writes
         self.schema = schema
         path = sqlite_file(url)
         self.checkpointer = WalCheckpointer(path) if path is not None else None
@@ -99,7 +100,11 @@ class Database:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Database:
-        return cls(settings.resolved_database_url, schema=settings.database_schema)
+        return cls(
+            settings.resolved_database_url,
+            schema=settings.database_schema,
+            inline_writes=settings.bench_inline_sqlite_writes,
+        )
 
     @property
     def is_sqlite(self) -> bool:
@@ -111,7 +116,7 @@ class Database:
     @property
     def sqlite_writer(self) -> SqliteWriter | None:
         """The inline writer of the hot write paths on a SQLite file (None otherwise)."""
-        if self._sqlite_writer is None and self.checkpointer is not None:
+        if self._sqlite_writer is None and self.checkpointer is not None and self.inline_writes:
             self._sqlite_writer = SqliteWriter(
                 self.checkpointer, self.engine.dialect, busy_timeout=SQLITE_BUSY_TIMEOUT_MS / 1000
             )

@@ -17,6 +17,7 @@ from mailbridge.mail.rendering import (
     LocalRenderer,
     ProcessRenderer,
     RenderJob,
+    RenderPaths,
     SigningKey,
     Tracking,
     render,
@@ -110,3 +111,20 @@ def test_render_is_compose_then_sign() -> None:
     assert message.startswith(b"DKIM-Signature:") and verifies(message)
     unsigned = render(RenderJob(job(5).email, DATE))
     assert not unsigned.startswith(b"DKIM-Signature:")
+
+
+async def test_the_library_path_renders_the_same_message() -> None:
+    """The delivery bench's switch: signing with dkimpy, in the runner or in a worker
+    process."""
+    shipped = without_boundaries(render(job(9))).split(b"\r\n\r\n", 1)[1]
+    library = RenderPaths(hand_written_dkim=False)
+    renderer = ProcessRenderer(1, library)
+    await renderer.start()
+    try:
+        rendered = [await renderer.render(job(9))]
+    finally:
+        await renderer.close()
+    rendered.append(await LocalRenderer(library).render(job(9)))
+    for message in rendered:
+        assert verifies(message)
+        assert without_boundaries(message).split(b"\r\n\r\n", 1)[1] == shipped

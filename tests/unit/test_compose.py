@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import random
 import re
-import unittest.mock
 from datetime import UTC, datetime
 from email import policy
-from email.message import EmailMessage, Message
+from email.message import EmailMessage
 from email.parser import BytesParser
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from mailbridge.mail import compose as compose_module
 from mailbridge.mail.compose import AttachmentPart, Unsubscribe, compose
 from mailbridge.storage.tables import Email
 
@@ -235,74 +230,3 @@ def test_boundaries_differ_between_messages() -> None:
     found_first, found_second = boundary.search(first), boundary.search(second)
     assert found_first is not None and found_second is not None
     assert found_first.group(1) != found_second.group(1)
-
-
-_TEXTS = st.one_of(
-    st.none(),
-    st.sampled_from(["", "Hello", "line one\nline two\n", "a\r\nb\rc", "é and ü", "x" * 1200]),
-    st.text(alphabet=st.sampled_from(list("ab \t\r\n.=é<>")), max_size=60),
-)
-_ATTACHMENTS = st.lists(
-    st.builds(
-        AttachmentPart,
-        filename=st.sampled_from(["a.pdf", "logo.png", "naïve.txt"]),
-        content_type=st.sampled_from(["application/pdf", "image/png", "message/rfc822", ""]),
-        content=st.binary(max_size=100),
-        content_id=st.sampled_from([None, "logo"]),
-    ),
-    max_size=2,
-)
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    text=_TEXTS,
-    html=_TEXTS,
-    subject=st.sampled_from(["Hello", "", "Grüße", "s" * 90, "tab\there"]),
-    to=st.sampled_from([["ann@corp.io"], ["Ann <ann@corp.io>", "bob@bücher.de"]]),
-    headers=st.sampled_from([{}, {"X-Campaign": "spring"}, {"X-Long": "v" * 80}]),
-    marketing=st.booleans(),
-    attachments=_ATTACHMENTS,
-)
-def test_the_flattening_shortcut_writes_what_the_generator_writes(
-    text: str | None,
-    html: str | None,
-    subject: str,
-    to: list[str],
-    headers: dict[str, str],
-    marketing: bool,
-    attachments: list[AttachmentPart],
-) -> None:
-    """Any email — line ends of every kind, 8-bit text, long or encoded headers,
-    attachments of any type — composes to the same bytes with or without the shortcut
-    past ``BytesGenerator`` (the same boundaries drawn both times)."""
-    row = email(text=text, html=html, subject=subject, to=to, headers=headers)
-    row.marketing = marketing
-
-    def composed(shortcut: bool) -> bytes:
-        with (
-            unittest.mock.patch.object(compose_module, "_random", random.Random(7)),
-            unittest.mock.patch.object(
-                compose_module, "_flatten", compose_module._flatten if shortcut else _none
-            ),
-        ):
-            return compose(row, attachments, date=DATE, unsubscribe=UNSUBSCRIBE)
-
-    assert composed(shortcut=True) == composed(shortcut=False)
-
-
-def _none(message: object) -> None:
-    return None
-
-
-def test_the_usual_email_takes_the_shortcut() -> None:
-    results: list[bytes | None] = []
-    real = compose_module._flatten
-
-    def spy(message: Message) -> bytes | None:
-        results.append(real(message))
-        return results[-1]
-
-    with unittest.mock.patch.object(compose_module, "_flatten", spy):
-        raw = compose(email(), date=DATE)
-    assert results == [raw]

@@ -22,7 +22,8 @@ from mailbridge.mail.attachments import (
 )
 from mailbridge.mail.providers import SmtpRelay
 from mailbridge.mail.providers.simulator import SimulatedRecipient, split_recipients
-from mailbridge.mail.providers.smtp import data_content, ehlo_name
+from mailbridge.mail.providers.smtp import data_content
+from mailbridge.mail.providers.smtp_relay import ehlo_name
 from mailbridge.services.email._delivery_queue import RETRY_POLICY, RetryPolicy
 
 # --- DATA content ---------------------------------------------------------------------

@@ -200,3 +200,19 @@ def test_the_shortcuts_give_dkimpys_signature_for_any_message(
         )  # fmt: skip
     ours = dkim.sign(message, "corp.io", "mailbridge", keys.private_key_pem, signed_at=timestamp)
     assert ours == reference + message
+
+
+def test_the_library_path_is_dkimpys_sign(
+    keys: dkim.DkimKeyPair, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The delivery bench's library path: dkimpy's ``dkim.sign``, the same signature."""
+    timestamp = 1_767_225_600
+    monkeypatch.setattr(dkimpy.time, "time", lambda: timestamp)
+    ours = dkim.sign(MESSAGE, "corp.io", "mailbridge", keys.private_key_pem, signed_at=timestamp)
+    assert dkim.sign_with_dkimpy(MESSAGE, "corp.io", "mailbridge", keys.private_key_pem) == ours
+    bare = MESSAGE.replace(b"\r\n", b"\n")
+    assert dkim.sign_with_dkimpy(bare, "corp.io", "mailbridge", keys.private_key_pem) == dkim.sign(
+        bare, "corp.io", "mailbridge", keys.private_key_pem, signed_at=timestamp
+    )
+    with pytest.raises(dkim.DkimError):
+        dkim.sign_with_dkimpy(MESSAGE, "corp.io", "mailbridge", "not a key")

@@ -20,7 +20,8 @@ from mailbridge.mail.providers.base import (
     Unconfirmed,
 )
 from mailbridge.mail.providers.outbox import OutboxProvider
-from mailbridge.mail.providers.smtp import SmtpProvider, SmtpRelay
+from mailbridge.mail.providers.smtp import SmtpProvider
+from mailbridge.mail.providers.smtp_relay import SmtpRelay
 
 OUTBOX_DIRECTORY = "outbox"
 RECEIPTS_DIRECTORY = "handovers"

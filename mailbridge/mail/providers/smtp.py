@@ -1,12 +1,6 @@
-"""Delivery through an SMTP relay (``MAILBRIDGE_SMTP_URL``), over pooled connections.
-
-``smtp://user:pass@host:587?starttls=true`` — plain SMTP, upgraded with STARTTLS when
-``starttls=true`` (required), ``false`` (never) or absent (when the relay offers it);
-``smtps://...:465`` — TLS from the first byte. ``verify=false`` accepts any
-certificate (a relay on loopback with a self-signed one); ``timeout=30`` is the
-seconds allowed to connect, and to send one message's envelope and content (the
-answer to the end of data gets RFC 5321's 10 minutes). A user in the URL logs in
-after the greeting (and TLS).
+"""Delivery through an SMTP relay (``MAILBRIDGE_SMTP_URL``, read by ``smtp_relay``), over
+pooled connections. The answer to the end of data gets RFC 5321's 10 minutes; a user in
+the URL logs in after the greeting (and TLS).
 
 aiosmtplib does the connecting, TLS, EHLO and AUTH; the DATA phase is split here so
 that the database can record the handover before the relay can accept the message:
@@ -32,20 +26,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import re
 import ssl
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
-from urllib.parse import parse_qs, unquote, urlsplit
 
 import aiosmtplib
 from aiosmtplib.protocol import SMTPProtocol, normalize_message_line_endings
 from aiosmtplib.response import SMTPResponse
 
-from mailbridge.errors import ConfigurationError
 from mailbridge.mail.providers.base import (
     Accepted,
     Delivery,
@@ -56,8 +46,8 @@ from mailbridge.mail.providers.base import (
     Unconfirmed,
 )
 from mailbridge.mail.providers.receipts import ReceiptBook, receipt_filed
+from mailbridge.mail.providers.smtp_relay import SmtpRelay, ehlo_name
 
-DEFAULT_TIMEOUT = 30.0
 # RFC 5321 §4.5.3.2.6 allows 10 minutes for the answer to the end of data.
 REPLY_TIMEOUT = 600.0
 IDLE_CHECK_AFTER = 10.0  # seconds idle before a pooled connection is NOOP-checked
@@ -80,70 +70,6 @@ def data_content(message: bytes) -> bytes:
     if message.startswith(b".") or b"\n." in message:
         message = _LEADING_DOT.sub(b"..", message)
     return message
-
-
-@dataclass(frozen=True)
-class SmtpRelay:
-    host: str
-    port: int
-    username: str | None = None
-    password: str | None = None
-    implicit_tls: bool = False
-    starttls: bool | None = None  # None: when the relay offers it
-    verify_certificates: bool = True
-    timeout: float = DEFAULT_TIMEOUT
-
-    @classmethod
-    def from_url(cls, url: str) -> SmtpRelay:
-        parts = urlsplit(url)
-        if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
-            raise ConfigurationError(
-                "MAILBRIDGE_SMTP_URL must look like smtp://user:pass@host:port?starttls=true "
-                "or smtps://user:pass@host:465"
-            )
-        query = {name: values[-1] for name, values in parse_qs(parts.query).items()}
-        implicit_tls = parts.scheme == "smtps"
-        starttls = _flag(query.get("starttls"), "starttls")
-        if implicit_tls and starttls:
-            raise ConfigurationError("smtps:// is TLS already; starttls=true does not apply")
-        verify = _flag(query.get("verify"), "verify")
-        try:
-            timeout = float(query.get("timeout", DEFAULT_TIMEOUT))
-            port = parts.port
-        except ValueError as exc:
-            raise ConfigurationError(f"MAILBRIDGE_SMTP_URL: {exc}") from exc
-        if port is None:
-            port = 465 if implicit_tls else 587 if starttls else 25
-        return cls(
-            host=parts.hostname,
-            port=port,
-            username=unquote(parts.username) if parts.username else None,
-            password=unquote(parts.password) if parts.password is not None else None,
-            implicit_tls=implicit_tls,
-            starttls=False if implicit_tls else starttls,
-            verify_certificates=verify is not False,
-            timeout=timeout,
-        )
-
-
-def _flag(value: str | None, name: str) -> bool | None:
-    if value is None:
-        return None
-    lowered = value.lower()
-    if lowered in ("true", "1", "yes"):
-        return True
-    if lowered in ("false", "0", "no"):
-        return False
-    raise ConfigurationError(f"MAILBRIDGE_SMTP_URL: {name}={value!r} is neither true nor false")
-
-
-def ehlo_name(hostname: str) -> str:
-    """What to say in EHLO: a domain name, or an address literal (``[127.0.0.1]``)."""
-    try:
-        address = ipaddress.ip_address(hostname)
-    except ValueError:
-        return hostname
-    return f"[IPv6:{address}]" if address.version == 6 else f"[{address}]"
 
 
 class _Connection:

@@ -7,8 +7,9 @@ private targets unless allowed) at every attempt. A 2xx is success; any other st
 a redirect included, a refused target, a connection error or no answer within
 ``timeout`` seconds is a failure, told in the outcome's ``error``.
 
-The request goes straight to the transport (``httpx.AsyncBaseTransport``): by
-default ``mail.keepalive.KeepAliveTransport``; tests pass ``httpx.MockTransport``.
+The request goes to a ``mail.http_post.Poster``: the runner's is
+``mail.http_post.AiohttpPoster``; an ``httpx.AsyncBaseTransport`` given instead (tests
+pass ``httpx.MockTransport``) is used through ``mail.http_post.TransportPoster``.
 
 A checked endpoint is remembered for ``TARGET_TTL`` seconds (the address it resolved
 to included, like a resolver's cache): parsing, resolving and checking an endpoint for
@@ -25,6 +26,7 @@ import httpx
 
 from mailbridge import __version__
 from mailbridge.clock import Clock
+from mailbridge.mail.http_post import Poster, TransportPoster
 from mailbridge.mail.targets import PinnedTarget, TargetRefused, pin
 from mailbridge.services.webhooks._deliveries import ClaimedDelivery, Outcome
 from mailbridge.webhooks import signed_headers
@@ -39,13 +41,15 @@ TARGET_TTL = 30.0  # seconds a checked endpoint (and its address) is reused
 class WebhookSender:
     def __init__(
         self,
-        transport: httpx.AsyncBaseTransport,
+        poster: Poster | httpx.AsyncBaseTransport,
         clock: Clock,
         *,
         timeout: float,
         allow_private: bool,
     ) -> None:
-        self.transport = transport
+        if isinstance(poster, httpx.AsyncBaseTransport):
+            poster = TransportPoster(poster)
+        self.poster = poster
         self.clock = clock
         self.timeout = timeout
         self.allow_private = allow_private
@@ -84,15 +88,7 @@ class WebhookSender:
             "User-Agent": USER_AGENT,
             **signed_headers(delivery.secret, timestamp, body, delivery.event_id),
         }
-        request = httpx.Request(
-            "POST", target.url, headers=headers, content=body, extensions=target.extensions
-        )
-        response = await self.transport.handle_async_request(request)
-        try:
-            content = await response.aread()
-        finally:
-            await response.aclose()
-        status = response.status_code
+        status, content = await self.poster.post(target, headers, body)
         if 200 <= status < 300:
             return status, None
         snippet = content[: SNIPPET * 4].decode("utf-8", "replace")[:SNIPPET].strip()
