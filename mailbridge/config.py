@@ -70,6 +70,17 @@ class Settings(BaseSettings):
     domain_recheck_interval: float = Field(
         default=6 * 3600, gt=0, description="seconds between the runner's domain re-verifications"
     )
+    shutdown_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        description="seconds from SIGTERM to exit: requests, deliveries and webhooks in flight "
+        "get parts of it, the rest is cancelled and released",
+    )
+    max_body_bytes: int = Field(
+        default=40 * 1024 * 1024,
+        ge=1024,
+        description="largest request body accepted (413 payload_too_large past it)",
+    )
     # Bench switches (bench/send.py): the hand-written hot paths against the library paths
     # they replace, side by side in one run. Not for production use.
     bench_send_shortcut: bool = Field(

@@ -19,6 +19,7 @@
         ├── DomainConflict               409 domain_conflict
         ├── Conflict                     409 (a resource-specific name, e.g. contact_exists)
         ├── HttpStatusError              any other status the HTTP layer raises
+        ├── PayloadTooLarge              413 payload_too_large
         ├── InvalidAttachment            422 invalid_attachment
         ├── ValidationError              422 validation_error
         ├── InvalidFromAddress           422 invalid_from_address
@@ -79,7 +80,9 @@ class ApiError(MailbridgeError):
         body: dict[str, Any] = {
             "statusCode": self.status_code,
             "name": self.name,
-            "message": self.message,
+            # A message may quote the caller's input; a lone surrogate in it would not
+            # encode, and the answer would become a 500.
+            "message": self.message.encode("utf-8", "backslashreplace").decode("utf-8"),
         }
         body.update(self.extra)
         return body
@@ -194,6 +197,11 @@ class HttpStatusError(ApiError):
         super().__init__(message)
         self.status_code = status_code
         self.name = "validation_error" if status_code < 500 else "application_error"
+
+
+class PayloadTooLarge(ApiError):
+    status_code, name = 413, "payload_too_large"
+    default_message = "The request body is larger than this server accepts."
 
 
 class InvalidAttachment(ApiError):

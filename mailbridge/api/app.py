@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from fastapi.telemetry import TelemetryConfig
 
 from mailbridge import __version__
+from mailbridge.api.body_guard import BodyGuard
 from mailbridge.api.envelope import install_error_handlers
 from mailbridge.api.middleware import ApiMiddleware
 from mailbridge.api.rate_limit import RateCounters, SendRateLimit
@@ -133,6 +134,7 @@ def create_app(
         app.include_router(router)
     if context.settings.bench_send_shortcut:
         app.add_middleware(SendPath, context=context, writer=email_writer)
+    app.add_middleware(BodyGuard, max_body_bytes=context.settings.max_body_bytes)
     app.add_middleware(SendRateLimit, counters=rate_counters)
     app.add_middleware(ApiMiddleware, context=context, log_sink=log_sink)
     return app

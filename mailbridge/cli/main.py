@@ -94,6 +94,8 @@ def _serve_http(settings: Settings, host: str | None, port: int | None, with_run
         access_log=settings.log_level.lower() in ("trace", "debug", "info"),
         lifespan="on",
         proxy_headers=False,
+        # Requests in flight get a part of the shutdown deadline; the runner the rest.
+        timeout_graceful_shutdown=max(1, round(settings.shutdown_timeout * 0.3)),
     )
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _graceful_exit)

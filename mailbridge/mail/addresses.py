@@ -15,6 +15,19 @@ from email_validator.rfc_constants import (
     EMAIL_MAX_LENGTH,
 )
 
+
+def format_mailbox(name: str | None, address: str) -> str:
+    """``Name <address>`` for a header, the name quoted or RFC 2047-encoded as needed.
+    ``formataddr`` refuses an internationalized local part (``zoë@...``): such a message
+    goes out with SMTPUTF8 (RFC 6532), where name and address are raw UTF-8."""
+    if not name:
+        return address
+    if address.isascii():
+        return formataddr((name, address), charset="utf-8")
+    local, _, domain = address.rpartition("@")
+    return str(Address(display_name=name, username=local, domain=domain))
+
+
 # "Name <email@domain>" with an optional quoted name; the bare form is tried first.
 NAMED = re.compile(r'^\s*(?P<name>"[^"]*"|[^<>"]*?)\s*<(?P<email>[^<>\s]+)>\s*$')
 SIMULATOR_KINDS = frozenset({"delivered", "bounced", "complained", "suppressed"})
@@ -31,7 +44,7 @@ class Mailbox:
 
     @cached_property  # parse_mailbox hands out the same Mailbox for a repeated sender
     def _formatted(self) -> str:
-        return formataddr((self.name or "", self.email)) if self.name else self.email
+        return format_mailbox(self.name, self.email)
 
     def formatted(self) -> str:
         return self._formatted

@@ -110,7 +110,7 @@ def _check_status(url: str, response: httpx.Response) -> None:
 
 async def _read_capped(url: str, response: httpx.Response, limit: int) -> bytes:
     declared = response.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
+    if declared and declared.isascii() and declared.isdigit() and int(declared) > limit:
         raise _too_large(url, limit)
     chunks: list[bytes] = []
     size = 0

@@ -32,10 +32,11 @@ from email.generator import BytesGenerator
 from email.header import Header
 from email.message import Message
 from email.policy import Compat32
-from email.utils import format_datetime, formataddr, getaddresses
+from email.utils import format_datetime, getaddresses
 from typing import Any, Protocol
 from urllib.parse import quote
 
+from mailbridge.mail.addresses import format_mailbox, parse_mailbox
 from mailbridge.storage.tables import Email
 
 # RFC 5321 §4.5.3.1.6: 998 characters a line, CRLF excluded.
@@ -193,7 +194,7 @@ def _addresses(values: Sequence[str]) -> str:
         if not address:
             continue
         address = header_address(address)
-        formatted.append(formataddr((name, address), charset="utf-8") if name else address)
+        formatted.append(format_mailbox(name, address))
     text = ", ".join(formatted)
     if text.isascii():
         return text
@@ -206,10 +207,16 @@ _PLAIN_ADDRESS = re.compile(r"^[^\s<>\"(),;:\\\[\]]+@[^\s<>\"(),;:\\\[\]]+$")
 
 
 def _parsed(values: Sequence[str]) -> list[tuple[str, str]]:
-    # Most addresses are bare: parsing those is most of the cost of the headers.
+    # Most addresses are bare: parsing those is most of the cost of the headers. The
+    # others are read as acceptance read them (``getaddresses`` would take a name such
+    # as ``0)`` for a comment and an address of its own).
     if all(_PLAIN_ADDRESS.match(value) for value in values):
         return [("", value) for value in values]
-    return getaddresses(list(values))
+    pairs = []
+    for value in values:
+        mailbox = parse_mailbox(value)
+        pairs.append((mailbox.name or "", mailbox.email) if mailbox else getaddresses([value])[0])
+    return pairs
 
 
 def header_address(address: str) -> str:
@@ -224,8 +231,11 @@ def header_address(address: str) -> str:
 
 
 def _text_header(value: str, name: str) -> str | Header:
-    # Non-ASCII text becomes RFC 2047 encoded words, folded by the generator.
-    return value if value.isascii() else Header(value, "utf-8", header_name=name)
+    # Non-ASCII text becomes RFC 2047 encoded words, folded by the generator; so does text
+    # that a reader would take for an encoded word of its own (``=?...?=``).
+    if value.isascii() and "=?" not in value:
+        return value
+    return Header(value, "utf-8", header_name=name)
 
 
 def _body(text: str | None, html: str | None, inline: Sequence[AttachmentPart]) -> Message:
@@ -255,12 +265,17 @@ def _text_part(text: str, subtype: str) -> Message:
     return part
 
 
+_PLAIN_FILENAME = re.compile(r"[A-Za-z0-9 ._()+,&#!~-]*")
+
+
 def _attachment(attachment: AttachmentPart) -> Message:
     part = Message(policy=_POLICY)
     part["Content-Type"] = attachment.content_type or "application/octet-stream"
     filename: str | tuple[str, str, str] = attachment.filename
-    if not attachment.filename.isascii():
-        filename = ("utf-8", "", attachment.filename)  # RFC 2231
+    if not _PLAIN_FILENAME.fullmatch(attachment.filename):
+        # RFC 2231 for anything but plain names: non-ASCII, and what readers misread in a
+        # quoted value (``=?...?=`` as an encoded word, ``<...>``, quotes, backslashes).
+        filename = ("utf-8", "", attachment.filename)
     if attachment.content_id:
         part.add_header("Content-Disposition", "inline", filename=filename)
         part["Content-ID"] = f"<{attachment.content_id.strip('<>')}>"

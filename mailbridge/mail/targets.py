@@ -15,9 +15,12 @@ not resolve now may resolve later; a private address will not become public).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import socket
+import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
@@ -58,15 +61,44 @@ def parse_url(url: str, what: str = "URL") -> httpx.URL:
     return parsed
 
 
+async def _getaddrinfo(host: str, port: int) -> list[Any]:
+    """``getaddrinfo`` on a daemon thread of its own. ``loop.getaddrinfo`` uses the default
+    executor, which the interpreter joins at exit: a lookup waiting on a slow resolver
+    then held up a stopping process for minutes. A cancelled lookup here is left to
+    finish (or not) on its own; nothing waits for it."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[list[Any]] = loop.create_future()
+
+    def deliver(result: list[Any] | None, error: BaseException | None) -> None:
+        if future.done():  # cancelled: nobody waits any more
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result or [])
+
+    def lookup() -> None:
+        result: list[Any] | None = None
+        error: BaseException | None = None
+        try:
+            result = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except Exception as exc:
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(deliver, result, error)
+
+    threading.Thread(target=lookup, name=f"dns:{host}", daemon=True).start()
+    return await future
+
+
 async def resolve(host: str, port: int) -> list[str]:
     """Every address ``host`` resolves to (``host`` itself when it is an address)."""
     try:
         return [str(ipaddress.ip_address(host))]
     except ValueError:
         pass
-    loop = asyncio.get_running_loop()
     try:
-        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        infos = await _getaddrinfo(host, port)
     except socket.gaierror as exc:
         raise TargetRefused(f"cannot resolve {host}: {exc}", temporary=True) from exc
     addresses = [str(info[4][0]) for info in infos]

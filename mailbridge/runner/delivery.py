@@ -217,11 +217,15 @@ class DeliveryWorker:
     async def _loop(self, stopping: asyncio.Event) -> None:
         poll = self.poll_interval
         next_settle_check = 0.0
+        next_sweep = time.monotonic() + self.settle_check_every
         while not stopping.is_set():
             # Cleared before looking, so a notify() that arrives while we look is kept.
             self._signal.clear()
             free = self.concurrency - len(self._in_flight)
             try:
+                if isinstance(self._provider, OutboxProvider) and time.monotonic() >= next_sweep:
+                    next_sweep = time.monotonic() + self.settle_check_every
+                    await self.sweep_outbox(self._provider)
                 if free > 0 and time.monotonic() >= next_settle_check:
                     next_settle_check = time.monotonic() + self.settle_check_every
                     free -= await self._claim_unsettled(free)
@@ -397,6 +401,24 @@ class DeliveryWorker:
             if owner not in holding:
                 with contextlib.suppress(FileNotFoundError):
                     (receipts / f"{owner}.receipts").unlink()
+
+    async def sweep_outbox(self, outbox: OutboxProvider) -> None:
+        """Pending outbox files of attempts that are over, found while running: a runner
+        killed before its handover committed, restarted while its lease still held,
+        leaves a file the start-up look kept; once another attempt holds the email (or it
+        is settled), that file is nobody's. A handed-over email (``sent``) keeps every
+        pending file: settling it reads one."""
+        files = await asyncio.to_thread(outbox.pending_files)
+        if not files:
+            return
+        async with self.context.database.session() as session:
+            found = await emails.email_leases_and_statuses(
+                session, [email_id for email_id, _ in files]
+            )
+        for email_id, attempt in files:
+            owner, status = found.get(email_id, (None, "gone"))
+            if owner != attempt and status != "sent":
+                outbox.discard(email_id, attempt)
 
     async def _discard_outbox_leftovers(self, outbox: OutboxProvider) -> None:
         """Pending outbox files of attempts that are over (their runner was killed before

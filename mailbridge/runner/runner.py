@@ -23,6 +23,7 @@ from typing import Protocol
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
+from mailbridge.config import Settings
 from mailbridge.runner.activity import ActivityDispatcher
 from mailbridge.runner.automations import AutomationWorker
 from mailbridge.runner.delivery import DeliveryWorker, default_render_processes
@@ -67,14 +68,22 @@ def default_ticks(context: ServiceContext) -> list[Tick]:
     ]
 
 
+def stop_grace(settings: Settings) -> float:
+    """Seconds deliveries and webhook POSTs in flight get to finish once stopping."""
+    return settings.shutdown_timeout * 0.4
+
+
 def default_workers(context: ServiceContext) -> list[Worker]:
     # SQLite: the automation worker, the dispatcher and the webhook worker take turns at the
     # one write lock here rather than sleeping in SQLite's busy handler.
     write_lock = asyncio.Lock()
-    webhooks = WebhookWorker(context, write_lock=write_lock)
+    # Work in flight gets part of the shutdown deadline; the rest goes to requests in
+    # flight (uvicorn), the last writes and closing the pools.
+    grace = stop_grace(context.settings)
+    webhooks = WebhookWorker(context, write_lock=write_lock, stop_grace=grace)
     consumers = default_consumers(context, on_webhook_deliveries=webhooks.deliveries_added)
     return [
-        DeliveryWorker(context, render_processes=default_render_processes()),
+        DeliveryWorker(context, render_processes=default_render_processes(), stop_grace=grace),
         AutomationWorker(context, write_lock=write_lock),
         webhooks,
         ActivityDispatcher(context, consumers, write_lock=write_lock),

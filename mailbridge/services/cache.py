@@ -31,8 +31,9 @@ class TTLCache(Generic[K, V]):
         # key -> (refresh after, expires at, value), in monotonic seconds
         self._entries: dict[K, tuple[float, float, V]] = {}
         self._loading: dict[K, asyncio.Future[V]] = {}
-        self._refreshes: set[asyncio.Task[V]] = set()
+        self._lookups: set[asyncio.Task[V]] = set()  # shared and background lookups
         self._generation = 0  # bumped by clear(): lookups begun before it are not kept
+        self._settled = False
 
     def get(self, key: K) -> V | None:
         entry = self._entries.get(key)
@@ -57,12 +58,14 @@ class TTLCache(Generic[K, V]):
         self._generation += 1
 
     async def settle(self) -> None:
-        """Cancel the refreshes still running and wait for them: before the database they
-        read goes away (a process stopping, a test ending)."""
-        refreshes = list(self._refreshes)
-        for task in refreshes:
+        """Cancel the lookups still running and wait for them, and start no more in the
+        background: before the database they read goes away (a process stopping, a test
+        ending). A lookup left pending would hold its connection past the pool's end."""
+        self._settled = True
+        lookups = list(self._lookups)
+        for task in lookups:
             task.cancel()
-        await asyncio.gather(*refreshes, return_exceptions=True)
+        await asyncio.gather(*lookups, return_exceptions=True)
 
     async def get_or_load(self, key: K, load: Callable[[], Awaitable[V]]) -> V:
         """The cached value, or ``load()``'s, shared with the callers missing it meanwhile.
@@ -74,7 +77,7 @@ class TTLCache(Generic[K, V]):
         if entry is not None:
             now = time.monotonic()
             if now < entry[1]:
-                if now >= entry[0] and key not in self._loading:
+                if now >= entry[0] and key not in self._loading and not self._settled:
                     self._refresh(key, load)
                 return entry[2]
             self._entries.pop(key, None)
@@ -84,6 +87,8 @@ class TTLCache(Generic[K, V]):
             if not loading.cancelled() and loading.exception() is None:
                 return loading.result()
             return await load()
+        if self._settled:
+            return await load()
         return await self._load(key, load)
 
     def _refresh(self, key: K, load: Callable[[], Awaitable[V]]) -> None:
@@ -91,13 +96,7 @@ class TTLCache(Generic[K, V]):
         meanwhile), the entry is dropped, so the next caller looks up for itself and gets
         the error."""
         task = self._load(key, load)
-        self._refreshes.add(task)
-        task.add_done_callback(self._refreshed)
-
-    def _refreshed(self, task: asyncio.Task[V]) -> None:
-        self._refreshes.discard(task)
-        if not task.cancelled():
-            task.exception()  # seen: a failed refresh only drops the entry
+        task.add_done_callback(_seen)
 
     def _load(self, key: K, load: Callable[[], Awaitable[V]]) -> asyncio.Task[V]:
         """One lookup of ``key``, which callers missing it meanwhile wait for."""
@@ -119,4 +118,12 @@ class TTLCache(Generic[K, V]):
             loading.set_result(value)
             return value
 
-        return asyncio.create_task(run())
+        task = asyncio.create_task(run())
+        self._lookups.add(task)
+        task.add_done_callback(self._lookups.discard)
+        return task
+
+
+def _seen(task: asyncio.Task[object]) -> None:
+    if not task.cancelled():
+        task.exception()  # seen: a failed refresh only drops the entry

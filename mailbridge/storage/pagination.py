@@ -16,6 +16,7 @@ from sqlalchemy import Integer, Select, and_, or_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.errors import ValidationError
+from mailbridge.storage.queries import is_ascii_number
 
 T = TypeVar("T")
 
@@ -37,12 +38,10 @@ class PageRequest:
             raise ValidationError("`after` and `before` cannot be used together.")
         value = DEFAULT_LIMIT
         if limit is not None:
-            try:
-                value = int(limit)
-            except ValueError:
-                raise ValidationError("`limit` must be a number from 1 to 100.") from None
-            if not 1 <= value <= MAX_LIMIT:
+            # ASCII digits only, and short before int() reads them (it refuses > 4,300).
+            if not is_ascii_number(limit) or len(limit) > 6 or not 1 <= int(limit) <= MAX_LIMIT:
                 raise ValidationError("`limit` must be a number from 1 to 100.")
+            value = int(limit)
         return cls(limit=value, after=after, before=before)
 
     @property
@@ -59,7 +58,7 @@ class Page(Generic[T]):
 def _cursor_value(model: Any, cursor: str) -> object:
     """The cursor as the id column holds it: a UUID, or a number (webhook ids)."""
     if isinstance(model.id.type, Integer):
-        if not cursor.isdigit() or len(cursor) > 18:
+        if not is_ascii_number(cursor) or len(cursor) > 18:
             raise ValidationError(f"Invalid cursor `{cursor}`.")
         return int(cursor)
     try:

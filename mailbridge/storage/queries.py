@@ -20,6 +20,12 @@ def table_of(model: type[Any]) -> Table:
     return table
 
 
+def is_ascii_number(value: str) -> bool:
+    """Only the ASCII digits 0-9: ``str.isdigit`` and ``int`` also take ``²``, Arabic-Indic digits,
+    ``5_0``, ``+5`` and `` 5``."""
+    return value.isascii() and value.isdigit()
+
+
 def is_uuid(value: str) -> bool:
     try:
         uuid.UUID(value)

@@ -147,6 +147,36 @@ async def test_leftovers_of_attempts_that_never_committed_are_discarded(
     assert files(outbox_of(fake_context.settings)) == [f"{email.id}.eml"]
 
 
+async def test_a_leftover_kept_at_start_is_swept_once_its_attempt_is_over(
+    fake_context: ServiceContext, clock: FakeClock, shop: Domain
+) -> None:
+    email = await add_email(fake_context, shop)
+    # A runner killed before its handover committed, restarted while its lease held.
+    now = clock.now()
+    async with fake_context.database.session() as session:
+        await session.execute(
+            update(Email)
+            .where(Email.id == email.id)
+            .values(lease_owner="killed", lease_until=now + timedelta(seconds=120))
+        )
+        await session.commit()
+    provider = OutboxProvider(outbox_of(fake_context.settings))
+    leftover = provider.pending_path(email.id, "killed")
+    leftover.parent.mkdir(parents=True)
+    leftover.write_bytes(b"partial")
+
+    async with DeliveryWorker(fake_context) as worker:
+        assert leftover.exists()  # its lease still holds: that attempt may be alive
+        await worker.sweep_outbox(provider)
+        assert leftover.exists()
+        clock.advance(timedelta(seconds=121))
+        assert await worker.deliver_due() == 1  # another attempt delivered it
+        await worker.sweep_outbox(provider)
+
+    assert not leftover.exists()
+    assert files(outbox_of(fake_context.settings)) == [f"{email.id}.eml"]
+
+
 async def wait_for(path: Path, seconds: float) -> bool:
     for _ in range(int(seconds / 0.01)):
         if path.exists():

@@ -49,8 +49,12 @@ async def revoke_key(
     return {"object": "api_key", "id": key.id, "deleted": True}
 
 
-@router.api_route("/api-keys", methods=["PATCH", "PUT", "DELETE"])
-@router.api_route("/api-keys/{rest:path}", methods=["POST", "PATCH", "PUT", "DELETE"])
+# Refusals, not operations: kept out of the OpenAPI document (one function under several
+# methods would give it duplicate operation ids).
+@router.api_route("/api-keys", methods=["PATCH", "PUT", "DELETE"], include_in_schema=False)
+@router.api_route(
+    "/api-keys/{rest:path}", methods=["POST", "PATCH", "PUT", "DELETE"], include_in_schema=False
+)
 async def other_key_changes(principal: DashboardUser) -> JSONResponse:
     """Anything else that would change keys: refused to API keys, unknown to members."""
     raise NotFound()

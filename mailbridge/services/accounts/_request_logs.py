@@ -76,6 +76,9 @@ class CapturedBody:
         return redact_body(self.raw, self.truncated)
 
 
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
 def _redact(value: Any) -> Any:
     if isinstance(value, dict):
         out: dict[str, Any] = {}
@@ -106,14 +109,20 @@ def redact_body(raw: bytes, truncated: bool = False) -> str | None:
         return json.dumps({"omitted": "body too large to log"})
     try:
         parsed = json.loads(raw)
+        # Walking the parsed body and encoding it again are most of the cost: when
+        # redaction would change nothing, the body (valid JSON, and ASCII) is stored as it
+        # came — unless it escapes a surrogate, which may be a lone one.
+        if _may_need_redaction(raw) or SURROGATE_ESCAPE.search(raw):
+            text = json.dumps(_redact(parsed), separators=(",", ":"), ensure_ascii=False)
+            # A lone surrogate (refused by the API, still logged) becomes "?": the log
+            # answers text that encodes.
+            text = text.encode("utf-8", "replace").decode("utf-8")
+        else:
+            text = raw.decode("ascii")
+    except RecursionError:
+        return json.dumps({"omitted": "body nested too deeply to log"})
     except (ValueError, UnicodeDecodeError):
         return json.dumps({"omitted": "body is not JSON"})
-    # Walking the parsed body and encoding it again are most of the cost: when redaction
-    # would change nothing, the body (valid JSON, and ASCII) is stored as it came.
-    if _may_need_redaction(raw):
-        text = json.dumps(_redact(parsed), separators=(",", ":"))
-    else:
-        text = raw.decode("ascii")
     if len(text) > MAX_STORED_BODY:
         return json.dumps({"omitted": "body too large to log"})
     return text

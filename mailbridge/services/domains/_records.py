@@ -218,7 +218,7 @@ def parse_nameserver(value: str) -> tuple[str, int]:
 
 
 def _port(text: str, value: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 65536:
+    if not (text.isascii() and text.isdigit()) or not 0 < int(text) < 65536:
         raise ConfigurationError(f"bad port in MAILBRIDGE_DNS_NAMESERVER: {value!r}")
     return int(text)
 

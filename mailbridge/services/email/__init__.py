@@ -28,6 +28,9 @@ from mailbridge.services.email._delivery_queue import any_unsettled as any_unset
 from mailbridge.services.email._delivery_queue import claim as claim_emails
 from mailbridge.services.email._delivery_queue import claim_unsettled as claim_unsettled_emails
 from mailbridge.services.email._delivery_queue import leases as email_leases
+from mailbridge.services.email._delivery_queue import (
+    leases_and_statuses as email_leases_and_statuses,
+)
 from mailbridge.services.email._delivery_queue import next_due_at as next_email_due_at
 from mailbridge.services.email._delivery_queue import release as release_emails
 from mailbridge.services.email._preparation import prepare_email
@@ -85,6 +88,7 @@ __all__ = [
     "claim_emails",
     "claim_unsettled_emails",
     "email_leases",
+    "email_leases_and_statuses",
     "email_summary",
     "email_view",
     "envelope_sender",

@@ -236,19 +236,26 @@ class EmailWriter:
                 pending.done.set_result(outcome)
 
     async def _write(self, jobs: list[SendJob]) -> list[ApiError | None]:
-        writer = self._database.sqlite_writer
         try:
-            if writer is not None:
-                now = self._clock.now()
-                outcomes = await writer.transaction(
-                    lambda connection: store_inline(writer, connection, now, jobs)
-                )
-            else:
-                async with self._database.session() as session:
-                    outcomes = await accept(session, self._clock, jobs)
+            outcomes = await self._store(jobs)
         except Exception:
-            logger.exception("storing %d send jobs failed; none was accepted", len(jobs))
-            return [ApplicationError() for _ in jobs]
+            if len(jobs) > 1:
+                # One job the checks let through still broke the shared transaction: store
+                # each on its own, so that only the culprit hears of it.
+                logger.warning("a group of %d send jobs failed; storing them one by one", len(jobs))
+                return [outcome for job in jobs for outcome in await self._write([job])]
+            logger.exception("storing a send job failed; it was not accepted")
+            return [ApplicationError()]
         if self._on_stored is not None and any(outcome is None for outcome in outcomes):
             self._on_stored()
         return outcomes
+
+    async def _store(self, jobs: list[SendJob]) -> list[ApiError | None]:
+        writer = self._database.sqlite_writer
+        if writer is not None:
+            now = self._clock.now()
+            return await writer.transaction(
+                lambda connection: store_inline(writer, connection, now, jobs)
+            )
+        async with self._database.session() as session:
+            return await accept(session, self._clock, jobs)

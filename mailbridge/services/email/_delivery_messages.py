@@ -14,7 +14,9 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 import httpx
@@ -33,6 +35,8 @@ from mailbridge.mail.compose import AttachmentPart, Unsubscribe, unsubscribe_mai
 from mailbridge.mail.providers.base import PermanentFailure, TemporaryFailure
 from mailbridge.mail.rendering import LocalRenderer, Renderer, RenderJob, SigningKey, Tracking
 from mailbridge.storage.tables import Domain, Email, EmailAttachment
+
+logger = logging.getLogger(__name__)
 
 
 class MessageNotBuilt(Exception):
@@ -99,6 +103,14 @@ class MessageBuilder:
             message = await self.renderer.render(job)
         except dkim.DkimError as exc:
             raise MessageNotBuilt(PermanentFailure(str(exc))) from exc
+        except (BrokenProcessPool, RuntimeError):
+            raise  # the renderer, not this message: the email is tried again
+        except Exception as exc:
+            # Whatever the message itself holds that composing cannot write will not get
+            # better by waiting: the email fails now (and email.failed goes out).
+            logger.exception("email %s cannot be composed", email.id)
+            reason = f"the message could not be composed: {type(exc).__name__}"
+            raise MessageNotBuilt(PermanentFailure(reason)) from exc
         return BuiltMessage(envelope_sender(email, domain), message)
 
     def _unsubscribe(self, email: Email, domain: Domain | None) -> Unsubscribe | None:

@@ -284,6 +284,16 @@ async def owners_holding_leases(session: AsyncSession, owners: Sequence[str]) ->
     return {owner for owner in rows if owner is not None}
 
 
+async def leases_and_statuses(
+    session: AsyncSession, ids: Sequence[str]
+) -> dict[str, tuple[str | None, str]]:
+    """The current lease owner and status of each of ``ids`` (absent: the email is gone)."""
+    rows = await session.execute(
+        select(Email.id, Email.lease_owner, Email.status).where(Email.id.in_(ids))
+    )
+    return {row.id: (row.lease_owner, row.status) for row in rows}
+
+
 async def leases(session: AsyncSession, ids: Sequence[str]) -> dict[str, str | None]:
     """The current lease owner of each of ``ids`` (absent: the email is gone)."""
     rows = await session.execute(select(Email.id, Email.lease_owner).where(Email.id.in_(ids)))

@@ -30,6 +30,7 @@ from mailbridge.mail.addresses import (
     parse_recipient,
     simulator_kind,
 )
+from mailbridge.mail.message_text import line_problem, text_problem
 from mailbridge.services.accounts import Principal
 from mailbridge.services.context import SendingDomain, ServiceContext
 from mailbridge.services.domains import sending_domain
@@ -169,11 +170,23 @@ def _render(
     )  # fmt: skip
 
 
-async def _sending_domain(
-    session: AsyncSession, context: ServiceContext, team_id: str, name: str
-) -> SendingDomain:
+def _check_rendered(subject: str | None, html: str | None, text: str | None) -> None:
+    """What a template and its variables made must still fit in a message."""
+    for name, value, problem_of in (
+        ("subject", subject, line_problem), ("html", html, text_problem),
+        ("text", text, text_problem),
+    ):  # fmt: skip
+        problem = problem_of(value) if value else None
+        if problem:
+            raise ValidationError(f"The rendered `{name}` {problem}.")
+
+
+async def _sending_domain(context: ServiceContext, team_id: str, name: str) -> SendingDomain:
     async def load() -> SendingDomain:
-        domain = await sending_domain(session, team_id, name)
+        # A session of its own: the lookup may outlive this request (a refresh ahead runs
+        # in the background), and a closed session would quietly open a connection again.
+        async with context.database.session() as own:
+            domain = await sending_domain(own, team_id, name)
         if domain is None:
             raise ValidationError(
                 f"The {name} domain is not verified. Add and verify it on /domains."
@@ -208,7 +221,7 @@ async def prepare_email(
     sender = _mailbox(body.from_, template)
     if not principal.may_send_from(sender.domain):
         raise ValidationError(f"This API key may only send from {principal.domain}.")
-    domain = await _sending_domain(session, context, principal.team_id, sender.domain)
+    domain = await _sending_domain(context, principal.team_id, sender.domain)
 
     to = _recipients(body.to, "to")
     cc = _recipients(body.cc, "cc")
@@ -236,6 +249,7 @@ async def prepare_email(
 
     reserved = {"EMAIL": to[0]} if len(to) == 1 else {}
     subject, html, text = _render(body, template, variables, reserved)
+    _check_rendered(subject, html, text)
     if not subject:
         raise MissingRequiredField.for_field("subject")
     if not html and not text:

@@ -5,11 +5,42 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+from mailbridge.mail.message_text import line_problem, text_problem, value_problems
 
 MAX_RECIPIENTS = 50
 TAG_PART = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 HEADER_NAME = re.compile(r"^[!-9;-~]{1,100}$")  # printable ASCII without ':'
+# RFC 2045's type/subtype (tokens), with parameters after a ';' if any.
+_TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+CONTENT_TYPE = re.compile(rf"^\s*{_TOKEN}/{_TOKEN}\s*(;.*)?$")
+
+
+def _field(info: ValidationInfo) -> str:
+    return str(info.field_name).rstrip("_")  # from_ is `from`
+
+
+def _single_lines(value: Any, info: ValidationInfo) -> Any:
+    """A single-line value (or each of a list of them) that can go into a message header."""
+    for item in value if isinstance(value, list) else [value]:
+        problem = line_problem(item) if isinstance(item, str) else None
+        if problem:
+            raise ValueError(f"`{_field(info)}` {problem}")
+    return value
+
+
+def _texts(value: Any, info: ValidationInfo) -> Any:
+    problem = text_problem(value) if isinstance(value, str) else None
+    if problem:
+        raise ValueError(f"`{_field(info)}` {problem}")
+    return value
+
+
+def _variables(value: Any, info: ValidationInfo) -> Any:
+    for problem in value_problems(_field(info), value):
+        raise ValueError(problem)
+    return value
 
 
 class AttachmentIn(BaseModel):
@@ -20,6 +51,15 @@ class AttachmentIn(BaseModel):
     path: str | None = None
     content_type: str | None = Field(default=None, max_length=255)
     content_id: str | None = Field(default=None, max_length=255)
+
+    _check_lines = field_validator("filename", "path", "content_type", "content_id")(_single_lines)
+
+    @field_validator("content_type")
+    @classmethod
+    def _mime_type(cls, value: str | None) -> str | None:
+        if value and not CONTENT_TYPE.match(value):
+            raise ValueError("`content_type` must read type/subtype, e.g. application/pdf")
+        return value
 
 
 class TagIn(BaseModel):
@@ -42,6 +82,9 @@ class TemplateRef(BaseModel):
     id: str | None = None
     alias: str | None = None
     variables: dict[str, Any] | None = None
+
+    _check_lines = field_validator("id", "alias")(_single_lines)
+    _check_variables = field_validator("variables")(_variables)
 
     @model_validator(mode="after")
     def _one_reference(self) -> TemplateRef:
@@ -81,6 +124,12 @@ class SendEmailRequest(BaseModel):
     template_id: str | None = None
     variables: dict[str, Any] | None = None
 
+    _check_lines = field_validator(
+        "from_", "to", "cc", "bcc", "reply_to", "subject", "scheduled_at", "template_id"
+    )(_single_lines)
+    _check_texts = field_validator("html", "text")(_texts)
+    _check_variables = field_validator("variables")(_variables)
+
     @field_validator("to", "cc", "bcc", "reply_to", mode="before")
     @classmethod
     def _string_or_list(cls, value: Any) -> Any:
@@ -97,8 +146,11 @@ class SendEmailRequest(BaseModel):
     @classmethod
     def _safe_headers(cls, value: dict[str, str]) -> dict[str, str]:
         for name, text in value.items():
-            if not HEADER_NAME.match(name) or "\r" in text or "\n" in text:
-                raise ValueError(f"header {name!r} is not a valid header")
+            if not HEADER_NAME.match(name):
+                raise ValueError("a header name is printable ASCII without `:`, 1-100 long")
+            problem = line_problem(text)
+            if problem:
+                raise ValueError(f"the value of header `{name}` {problem}")
         return value
 
     @property

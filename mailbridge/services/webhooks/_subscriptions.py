@@ -34,6 +34,7 @@ from mailbridge.errors import NotFound, ValidationError
 from mailbridge.mail.targets import TargetRefused, check_addresses, parse_url, resolve
 from mailbridge.services.webhooks import _deliveries as webhook_deliveries
 from mailbridge.storage.pagination import Page, PageRequest, paginate
+from mailbridge.storage.queries import is_ascii_number
 from mailbridge.storage.tables import Webhook
 
 EMAIL_EVENTS = (
@@ -112,7 +113,7 @@ async def check_endpoint(endpoint: str, settings: Settings) -> str:
 
 def parse_id(webhook_id: str) -> int:
     """The number a webhook id names; 404 when it names none (spec §4.10)."""
-    if not webhook_id.isdigit() or len(webhook_id) > 10 or int(webhook_id) > _MAX_ID:
+    if not is_ascii_number(webhook_id) or len(webhook_id) > 10 or int(webhook_id) > _MAX_ID:
         raise NotFound("Webhook not found.")
     return int(webhook_id)
 
