@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import gc
 import json
 import logging
@@ -64,6 +65,34 @@ def _settle_heap() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(50_000, 20, 10)
+    _return_large_blocks()
+
+
+# glibc's mallopt(3) parameters.
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+_LARGE_BLOCK = 128 * 1024  # glibc's own starting threshold
+
+
+def _return_large_blocks() -> None:
+    """Give the memory of a large request back to the system once it is answered.
+
+    glibc serves blocks over 128 KiB with mmap and unmaps them when freed — until the
+    first such block is freed: then it raises the threshold to that block's size, and
+    later blocks as large (a body near the size limit, its decoded text, the message
+    composed from it) come from the heap, which keeps them. Measured on ``serve`` with
+    a 7.4 MB body sent four times: RSS +53, -7, +15, +14 MB without this; +25, 0, 0, 0
+    with it (tests/acceptance/test_body_memory.py). Setting the thresholds fixes them.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # not glibc: nothing to tune
+        return
+    mallopt(_M_MMAP_THRESHOLD, _LARGE_BLOCK)
+    mallopt(_M_TRIM_THRESHOLD, _LARGE_BLOCK)
 
 
 def event_loop_runner() -> asyncio.Runner:
