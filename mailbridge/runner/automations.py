@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from contextlib import suppress
 
 from mailbridge.engine.engine import Progress
+from mailbridge.runner.sleeping import sleep_until_due
 from mailbridge.services.automations import sql_engine
 from mailbridge.services.context import ServiceContext
 
@@ -75,19 +75,6 @@ class AutomationWorker:
                     return done
 
     async def _sleep(self, stopping: asyncio.Event) -> None:
-        timeout = self.poll
-        with suppress(Exception):  # a failed look only means the full poll interval
-            due = await self.engine.next_due()
-            if due is not None:  # wake right when the next run falls due, not up to poll late
-                until = (due - self.engine.clock.now()).total_seconds()
-                # Due already yet nothing was claimable (another runner holds it): a short
-                # pause, not a busy loop.
-                timeout = min(timeout, until if until > 0 else 0.05)
-        waits = [asyncio.ensure_future(self._wake.wait()), asyncio.ensure_future(stopping.wait())]
-        try:
-            await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiter in waits:
-                waiter.cancel()
-                with suppress(asyncio.CancelledError):
-                    await waiter
+        await sleep_until_due(
+            self.engine.next_due, self.engine.clock, self.poll, self._wake, stopping
+        )

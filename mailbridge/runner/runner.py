@@ -26,6 +26,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from mailbridge.config import Settings
 from mailbridge.runner.activity import ActivityDispatcher
 from mailbridge.runner.automations import AutomationWorker
+from mailbridge.runner.campaigns import CampaignWorker
 from mailbridge.runner.delivery import DeliveryWorker, default_render_processes
 from mailbridge.runner.signals import stop_on_signals
 from mailbridge.runner.webhooks import WebhookWorker
@@ -85,6 +86,7 @@ def default_workers(context: ServiceContext) -> list[Worker]:
     return [
         DeliveryWorker(context, render_processes=default_render_processes(), stop_grace=grace),
         AutomationWorker(context, write_lock=write_lock),
+        CampaignWorker(context, write_lock=write_lock),
         webhooks,
         ActivityDispatcher(context, consumers, write_lock=write_lock),
     ]

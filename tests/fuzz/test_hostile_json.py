@@ -126,6 +126,16 @@ TEMPLATES: dict[str, dict[str, Any]] = {
     "/events/send": {"event": "e", "email": "c@corp.io", "payload": {}},
     "/webhooks": {"endpoint": "http://127.0.0.1:9/a", "events": ["email.sent"]},
     "/suppressions": {"emails": ["s@corp.io"]},
+    "/campaigns": {
+        "name": "c",
+        "from": "A <a@a-shop.io>",
+        "subject": "s",
+        "html": "h",
+        "recurrence": "FREQ=DAILY",
+        "batch_size_per_day": 10,
+        "ab": {"metric": "open", "variants": [{"subject": "a"}, {"subject": "b"}]},
+    },
+    "/campaigns//send": {"scheduled_at": "in 1 hour", "schedule_timezone": "Europe/Berlin"},
 }
 
 
@@ -176,6 +186,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             ("/templates", {"name": "B", "html": "<p>b</p>"}),
             ("/topics", {"name": "B", "default_subscription": "opt_in"}),
             ("/events", {"name": "b.event"}), ("/segments", {"name": "B"}),
+            ("/campaigns", {"name": "B", "subject": "b"}),
             ("/webhooks", {"endpoint": "http://127.0.0.1:9/b", "events": ["email.sent"]}),
             ("/emails", {"from": "B <b@b-shop.io>", "to": ["y@corp.io"], "subject": "s",
                          "html": "h", "scheduled_at": "in 1 day"}),

@@ -196,6 +196,7 @@ def bearer(token: str) -> dict[str, str]:
 # Fixtures of the send endpoints (a team with a verified domain, on a fake clock).
 # Fixtures of the automation API tests (shop.io with a published template and a segment).
 from tests.integration.automation_api import shop  # noqa: E402, F401
+from tests.integration.campaign_setup import shop_campaigns  # noqa: E402, F401
 from tests.integration.sending import send_settings, sending  # noqa: E402, F401
 
 # Fixtures of the webhook tests (the API, dispatcher and worker on a fake clock; a receiver).

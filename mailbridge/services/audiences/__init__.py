@@ -46,6 +46,7 @@ from mailbridge.services.audiences._properties import (
     registered_properties,
     update_property,
 )
+from mailbridge.services.audiences._recipients import check_recipients, recipients_condition
 from mailbridge.services.audiences._segment_filters import SegmentFilter
 from mailbridge.services.audiences._segments import add_member as add_segment_member
 from mailbridge.services.audiences._segments import (
@@ -91,6 +92,7 @@ __all__ = [
     "apply_changes",
     "audience_view",
     "check_contact_properties",
+    "check_recipients",
     "contact_property_view",
     "contact_subscriptions",
     "contact_view",
@@ -119,6 +121,7 @@ __all__ = [
     "new_contact_row",
     "normalize_email",
     "outcome_view",
+    "recipients_condition",
     "registered_properties",
     "remove_segment_member",
     "resolve_audience",

@@ -145,7 +145,7 @@ async def delete_segment(session: AsyncSession, team_id: str, segment_id: str) -
     return segment_id
 
 
-async def _members_condition(session: AsyncSession, segment: Segment) -> Any:
+async def members_condition(session: AsyncSession, segment: Segment) -> Any:
     properties = await registered_properties(session, segment.team_id)
     return membership_condition(
         segment.id, segment.audience_id, SegmentFilter.model_validate(segment.filter), properties
@@ -156,26 +156,26 @@ async def segment_contacts(
     session: AsyncSession, team_id: str, segment_id: str, page: PageRequest
 ) -> Page[Contact]:
     segment = await get_segment(session, team_id, segment_id)
-    query = select(Contact).where(await _members_condition(session, segment))
+    query = select(Contact).where(await members_condition(session, segment))
     return await paginate(session, query, Contact, page)
 
 
 async def count_members(session: AsyncSession, segment: Segment) -> int:
     query = (
-        select(func.count()).select_from(Contact).where(await _members_condition(session, segment))
+        select(func.count()).select_from(Contact).where(await members_condition(session, segment))
     )
     return int(await session.scalar(query) or 0)
 
 
 async def member_ids(session: AsyncSession, segment: Segment) -> list[str]:
     """Every member's id (for campaign fan-out and the benchmark); resolved in SQL."""
-    query = select(Contact.id).where(await _members_condition(session, segment))
+    query = select(Contact.id).where(await members_condition(session, segment))
     return list((await session.scalars(query)).all())
 
 
 async def is_member(session: AsyncSession, segment: Segment, contact_id: str) -> bool:
     query = select(Contact.id).where(
-        Contact.id == contact_id, await _members_condition(session, segment)
+        Contact.id == contact_id, await members_condition(session, segment)
     )
     return (await session.scalar(query)) is not None
 

@@ -8,7 +8,7 @@ journal that the runner's delivery worker claims from and records into.
 
 from __future__ import annotations
 
-from mailbridge.services.email._acceptance import EmailWriter, SendJob
+from mailbridge.services.email._acceptance import EmailWriter, SendJob, store_prepared_rows
 from mailbridge.services.email._acceptance import store as store_email
 from mailbridge.services.email._delivery_journal import DeliveryJournal
 from mailbridge.services.email._delivery_messages import (
@@ -33,7 +33,7 @@ from mailbridge.services.email._delivery_queue import (
 )
 from mailbridge.services.email._delivery_queue import next_due_at as next_email_due_at
 from mailbridge.services.email._delivery_queue import release as release_emails
-from mailbridge.services.email._preparation import prepare_email
+from mailbridge.services.email._preparation import PreparedEmail, prepare_email
 from mailbridge.services.email._reading import (
     EmailFilters,
     attachment_for_download,
@@ -45,7 +45,7 @@ from mailbridge.services.email._reading import (
     list_attachments,
     list_emails,
 )
-from mailbridge.services.email._requests import SendEmailRequest
+from mailbridge.services.email._requests import SendEmailRequest, single_lines, texts
 from mailbridge.services.email._sending import Answer as SendAnswer
 from mailbridge.services.email._sending import cancel as cancel_email
 from mailbridge.services.email._sending import reschedule as reschedule_email
@@ -74,6 +74,7 @@ __all__ = [
     "EmailWriter",
     "MessageBuilder",
     "MessageNotBuilt",
+    "PreparedEmail",
     "RetryPolicy",
     "SendAnswer",
     "SendEmailRequest",
@@ -109,8 +110,11 @@ __all__ = [
     "remove_suppressions",
     "reschedule_email",
     "send_email",
+    "single_lines",
     "store_email",
+    "store_prepared_rows",
     "suppression_summary",
     "suppression_view",
+    "texts",
     "unsubscribe",
 ]

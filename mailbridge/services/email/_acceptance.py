@@ -127,6 +127,18 @@ async def store(session: AsyncSession, clock: Clock, jobs: list[SendJob]) -> lis
     return settled.outcomes
 
 
+async def store_prepared_rows(
+    session: AsyncSession, now: datetime, rows: list[dict[str, Any]]
+) -> None:
+    """Email rows built from an already accepted send (a campaign's recipients, charged
+    and checked against the suppression list when the campaign was sent): the rows and
+    their ``queued`` events, inside the caller's transaction."""
+    batch = _Rows()
+    for row in rows:
+        _rows(PreparedEmail(row=row, to=list(row["to"]), candidates=[]), now, batch)
+    await batch.insert(session)
+
+
 def store_inline(
     writer: SqliteWriter, connection: sqlite3.Connection, now: datetime, jobs: list[SendJob]
 ) -> list[ApiError | None]:

@@ -21,7 +21,7 @@ def _field(info: ValidationInfo) -> str:
     return str(info.field_name).rstrip("_")  # from_ is `from`
 
 
-def _single_lines(value: Any, info: ValidationInfo) -> Any:
+def single_lines(value: Any, info: ValidationInfo) -> Any:
     """A single-line value (or each of a list of them) that can go into a message header."""
     for item in value if isinstance(value, list) else [value]:
         problem = line_problem(item) if isinstance(item, str) else None
@@ -30,7 +30,7 @@ def _single_lines(value: Any, info: ValidationInfo) -> Any:
     return value
 
 
-def _texts(value: Any, info: ValidationInfo) -> Any:
+def texts(value: Any, info: ValidationInfo) -> Any:
     problem = text_problem(value) if isinstance(value, str) else None
     if problem:
         raise ValueError(f"`{_field(info)}` {problem}")
@@ -52,7 +52,7 @@ class AttachmentIn(BaseModel):
     content_type: str | None = Field(default=None, max_length=255)
     content_id: str | None = Field(default=None, max_length=255)
 
-    _check_lines = field_validator("filename", "path", "content_type", "content_id")(_single_lines)
+    _check_lines = field_validator("filename", "path", "content_type", "content_id")(single_lines)
 
     @field_validator("content_type")
     @classmethod
@@ -83,7 +83,7 @@ class TemplateRef(BaseModel):
     alias: str | None = None
     variables: dict[str, Any] | None = None
 
-    _check_lines = field_validator("id", "alias")(_single_lines)
+    _check_lines = field_validator("id", "alias")(single_lines)
     _check_variables = field_validator("variables")(_variables)
 
     @model_validator(mode="after")
@@ -126,8 +126,8 @@ class SendEmailRequest(BaseModel):
 
     _check_lines = field_validator(
         "from_", "to", "cc", "bcc", "reply_to", "subject", "scheduled_at", "template_id"
-    )(_single_lines)
-    _check_texts = field_validator("html", "text")(_texts)
+    )(single_lines)
+    _check_texts = field_validator("html", "text")(texts)
     _check_variables = field_validator("variables")(_variables)
 
     @field_validator("to", "cc", "bcc", "reply_to", mode="before")

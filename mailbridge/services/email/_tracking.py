@@ -11,7 +11,8 @@
   to no contact, on every contact of the team with one of its ``to`` addresses, and
   records ``contact.updated``. It does not suppress the address: transactional mail
   still reaches it, while marketing sends skip unsubscribed contacts. It does not
-  wait for a bulk contact write's lock either: one flag must never be refused.
+  wait for a bulk contact write's lock either: one flag must never be refused. From a
+  campaign's email, it is also that campaign's ``unsubscribed`` engagement (its count).
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ async def unsubscribe(session: AsyncSession, clock: Clock, email_id: str) -> boo
         contact.updated_at = clock.now()
         data = {**event_data(contact), "changes": {"unsubscribed": {"old": False, "new": True}}}
         record_event(session, clock, contact.team_id, "contact.updated", data)
+    await _engaged(session, clock, email, "unsubscribed")
     await session.commit()
     return True
 

@@ -50,8 +50,10 @@ AUTOMATION_RUN_EVENTS = (
     "automation.run.started", "automation.run.completed", "automation.run.failed",
     "automation.run.cancelled",
 )  # fmt: skip
+# Recorded by the campaign runner: all recipients handed to delivery; an A/B winner.
+CAMPAIGN_EVENTS = ("campaign.sent", "campaign.ab_decided")
 WEBHOOK_EVENTS: tuple[str, ...] = (
-    EMAIL_EVENTS + CONTACT_EVENTS + DOMAIN_EVENTS + AUTOMATION_RUN_EVENTS
+    EMAIL_EVENTS + CONTACT_EVENTS + DOMAIN_EVENTS + AUTOMATION_RUN_EVENTS + CAMPAIGN_EVENTS
 )
 KNOWN_EVENTS = frozenset(WEBHOOK_EVENTS)
 

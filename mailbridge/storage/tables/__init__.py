@@ -21,6 +21,7 @@ from mailbridge.storage.tables.automations import (
     EventDefinition,
 )
 from mailbridge.storage.tables.base import Base
+from mailbridge.storage.tables.campaigns import Campaign, CampaignRecipient
 from mailbridge.storage.tables.domains import Domain, DomainClaim
 from mailbridge.storage.tables.emails import (
     Email,
@@ -43,6 +44,8 @@ __all__ = [
     "AutomationRunStep",
     "AutomationVersion",
     "Base",
+    "Campaign",
+    "CampaignRecipient",
     "Contact",
     "ContactEngagement",
     "ContactLock",

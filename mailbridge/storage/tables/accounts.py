@@ -19,6 +19,8 @@ class Team(Base):
     id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True, default=new_id)
     name: Mapped[str] = mapped_column(String(200), unique=True)
     plan: Mapped[str] = mapped_column(String(20), default="free")
+    # IANA name: where campaigns' daily batches roll over unless a send names its own.
+    timezone: Mapped[str] = mapped_column(String(64), default="UTC", server_default="UTC")
     created_at: Mapped[datetime]
 
 

@@ -110,7 +110,8 @@ class ContactEngagement(Base):
         ForeignKey("contacts.id", ondelete="CASCADE"), primary_key=True
     )
     campaign_id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True)
-    kind: Mapped[str] = mapped_column(String(10), primary_key=True)  # opened clicked
+    # opened clicked unsubscribed
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)
     team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
     first_at: Mapped[datetime]
 

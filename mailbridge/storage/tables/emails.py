@@ -22,6 +22,7 @@ class Email(Base):
         Index("ix_emails_team_created", "team_id", "created_at", "id"),
         Index("ix_emails_due", "due_at"),
         Index("ix_emails_team_status", "team_id", "status"),
+        Index("ix_emails_campaign", "campaign_id"),
     )
 
     id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True, default=new_id)
