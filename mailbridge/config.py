@@ -51,6 +51,8 @@ class Settings(BaseSettings):
     delivery_concurrency: int = Field(default=32, ge=1, description="emails in flight at once")
     delivery_batch_size: int = Field(default=200, ge=1, description="emails claimed per query")
     delivery_lease_seconds: float = Field(default=120.0, gt=0)
+    # A campaign's step renews it; a killed runner's campaign is taken up after it.
+    campaign_lease_seconds: float = Field(default=60.0, gt=0)
     attachment_fetch_timeout: float = Field(default=30.0, gt=0)
     webhook_timeout: float = Field(
         default=15.0, gt=0, description="seconds a webhook endpoint has to answer an attempt"

@@ -53,12 +53,17 @@ def db_upgrade(revision: str = "head") -> None:
     emit({"database": settings.resolved_database_url.split("@")[-1], "revision": revision})
 
 
+TIMEZONE_HELP = "IANA name where campaigns' daily batches roll over, e.g. Europe/Berlin"
+TimezoneOption = Annotated[str, typer.Option("--timezone", help=TIMEZONE_HELP)]
+
+
 def team_view(team: Any) -> dict[str, Any]:
     return {
         "object": "team",
         "id": team.id,
         "name": team.name,
         "plan": team.plan,
+        "timezone": team.timezone,
         "created_at": isoformat_ms(team.created_at),
     }
 
@@ -67,11 +72,26 @@ def team_view(team: Any) -> dict[str, Any]:
 def teams_create(
     name: Annotated[str, typer.Option("--name", help="the team's name")],
     plan: Annotated[str, typer.Option("--plan", help="free or pro")] = "free",
+    timezone: TimezoneOption = "UTC",
 ) -> None:
     """Create a team."""
 
     async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
-        return team_view(await accounts.create_team(session, context.clock, name, plan))
+        return team_view(await accounts.create_team(session, context.clock, name, plan, timezone))
+
+    emit(with_session(action))
+
+
+@teams_app.command("update")
+def teams_update(
+    timezone: Annotated[str, typer.Option("--timezone", help=TIMEZONE_HELP)],
+    team: TeamOption = None,
+) -> None:
+    """Change a team's settings (its timezone)."""
+
+    async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
+        owner = await accounts.resolve_team(session, team)
+        return team_view(await accounts.set_timezone(session, owner, timezone))
 
     emit(with_session(action))
 

@@ -15,7 +15,7 @@ import contextlib
 import logging
 import time
 from contextlib import suppress
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from mailbridge.runner.delivery import new_owner
 from mailbridge.runner.sleeping import sleep_until_due
@@ -42,6 +42,7 @@ class CampaignWorker:
         self.context = context
         self.poll = poll or context.settings.runner_poll_interval
         self.owner = owner or new_owner()
+        self.lease = timedelta(seconds=context.settings.campaign_lease_seconds)
         self._write_lock = write_lock or asyncio.Lock()
         self._wake = asyncio.Event()
         self._held: list[str] = []  # leased to this worker, next step due at once
@@ -74,7 +75,7 @@ class CampaignWorker:
         step may have made more due work: a child campaign, the next phase)."""
         async with self._writing(), self.context.database.session() as session:
             claimed = await campaigns.claim_due_campaigns(
-                session, self.context.clock.now(), self.owner, CLAIM
+                session, self.context.clock.now(), self.owner, CLAIM, self.lease
             )
         self._held.extend(campaign_id for campaign_id in claimed if campaign_id not in self._held)
         stepped = bool(self._held)

@@ -6,7 +6,8 @@ daemon, which stops on SIGTERM after finishing or releasing what it holds.
 
 Two kinds of work: *workers*, long-running loops that claim due rows (deliveries —
 ``runner.delivery``; activity events handed to their consumers — ``runner.activity``;
-webhook attempts — ``runner.webhooks``; enrollments later), and *ticks*, periodic
+webhook attempts — ``runner.webhooks``; automation runs — ``runner.automations``;
+campaigns turned into emails — ``runner.campaigns``), and *ticks*, periodic
 jobs run by APScheduler 3 with a memory job store — never one job per row.
 """
 

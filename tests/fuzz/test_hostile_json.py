@@ -135,6 +135,14 @@ TEMPLATES: dict[str, dict[str, Any]] = {
         "batch_size_per_day": 10,
         "ab": {"metric": "open", "variants": [{"subject": "a"}, {"subject": "b"}]},
     },
+    "/broadcasts": {
+        "name": "c",
+        "from": "A <a@a-shop.io>",
+        "subject": "s",
+        "html": "h",
+        "send": True,
+        "scheduled_at": "in 1 hour",
+    },
     "/campaigns//send": {"scheduled_at": "in 1 hour", "schedule_timezone": "Europe/Berlin"},
 }
 

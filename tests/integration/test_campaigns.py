@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from email.parser import BytesParser
 
 import pytest
 
+from mailbridge.runner.delivery import DeliveryWorker
+from mailbridge.services import accounts
 from mailbridge.services import email as emails
 from tests.integration.campaign_setup import Campaigns
 from tests.integration.sending import add_domain
@@ -289,3 +292,95 @@ async def test_the_ab_result_of_a_campaign_without_a_test_is_refused(
     campaign_id = await shop.create()
     answer = await shop.client.get(f"/campaigns/{campaign_id}/ab", headers=shop.headers)
     assert_error(answer, 422, "validation_error")
+
+
+async def test_campaign_emails_are_delivered_counted_and_feed_engagement_segments(
+    shop_campaigns: Campaigns,
+) -> None:
+    shop = shop_campaigns
+    await shop.contacts("ann@corp.io", "bob@corp.io", "cy@corp.io")
+    campaign_id = await shop.create()
+    assert (await shop.send(campaign_id)).status_code == 200
+    await shop.run()
+    async with DeliveryWorker(shop.context) as worker:  # the file outbox
+        assert await worker.deliver_due() == 3
+    found = await shop.get(campaign_id)
+    assert found["counts"] == {
+        "recipients": 3, "sent": 3, "delivered": 3, "opened": 0, "clicked": 0,
+        "bounced": 0, "complained": 0, "unsubscribed": 0,
+    }  # fmt: skip
+    emails_by_address = {email.to[0]: email for email in await shop.emails(campaign_id)}
+    message = BytesParser().parsebytes(
+        (
+            shop.context.settings.data_dir / "outbox" / f"{emails_by_address['ann@corp.io'].id}.eml"
+        ).read_bytes()
+    )
+    assert message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    assert message["List-Unsubscribe"]
+    async with shop.context.database.session() as session:
+        await emails.record_open(session, shop.clock, emails_by_address["ann@corp.io"].id)
+        await emails.record_click(
+            session, shop.clock, emails_by_address["bob@corp.io"].id, "https://shop.io/deal"
+        )
+        await emails.unsubscribe(session, shop.clock, emails_by_address["cy@corp.io"].id)
+    counts = (await shop.get(campaign_id))["counts"]
+    assert (counts["opened"], counts["clicked"], counts["unsubscribed"]) == (2, 1, 1)
+    segment = await shop.client.post(
+        "/segments",
+        json={"name": "Opened November news", "audience_id": shop.audience_id,
+              "filter": {"engagement": {"event": "opened", "campaign_id": campaign_id}}},
+        headers=shop.headers,
+    )  # fmt: skip
+    assert segment.status_code == 201, segment.text
+    members = await shop.client.get(
+        f"/segments/{segment.json()['id']}/contacts", headers=shop.headers
+    )
+    assert sorted(item["email"] for item in members.json()["data"]) == [
+        "ann@corp.io", "bob@corp.io"
+    ]  # fmt: skip
+
+
+async def test_the_team_timezone_rolls_daily_batches_over_without_a_send_timezone(
+    shop_campaigns: Campaigns,
+) -> None:
+    shop = shop_campaigns
+    async with shop.context.database.session() as session:
+        team = await accounts.resolve_team(session, shop.tenant.team_id)
+        await accounts.set_timezone(session, team, "Europe/Berlin")
+    await shop.contacts("ann@corp.io", "bob@corp.io")
+    campaign_id = await shop.create(batch_size_per_day=1)
+    assert (await shop.send(campaign_id)).status_code == 200
+    await shop.run()
+    assert len(await shop.emails(campaign_id)) == 1
+    # 2 November 09:30Z; midnight in Berlin is 23:00Z (CET).
+    await shop.later(timedelta(hours=13, minutes=29))
+    assert len(await shop.emails(campaign_id)) == 1
+    await shop.later(timedelta(minutes=1))
+    assert len(await shop.emails(campaign_id)) == 2
+
+
+async def test_campaign_webhook_events_can_be_subscribed(shop_campaigns: Campaigns) -> None:
+    shop = shop_campaigns
+    answer = await shop.client.post(
+        "/webhooks",
+        json={"endpoint": "https://hooks.shop.io/in", "events": ["campaign.sent",
+              "campaign.ab_decided"]},
+        headers=shop.headers,
+    )  # fmt: skip
+    assert answer.status_code == 201, answer.text
+
+
+async def test_a_recurring_campaign_starts_at_its_scheduled_at(
+    shop_campaigns: Campaigns,
+) -> None:
+    shop = shop_campaigns
+    await shop.contacts("ann@corp.io")
+    campaign_id = await shop.create(recurrence="FREQ=HOURLY")
+    # Not a whole second: RRULEs count in seconds, the first occurrence is still this one.
+    answer = await shop.send(campaign_id, scheduled_at="2026-11-02T09:30:04.250Z")
+    assert answer.status_code == 200, answer.text
+    assert (await shop.get(campaign_id))["next_occurrence_at"] == "2026-11-02T09:30:04.000Z"
+    await shop.later(timedelta(seconds=5))
+    children = await shop.client.get(f"/campaigns?parent_id={campaign_id}", headers=shop.headers)
+    assert len(children.json()["data"]) == 1
+    assert (await shop.get(campaign_id))["next_occurrence_at"] == "2026-11-02T10:30:04.000Z"

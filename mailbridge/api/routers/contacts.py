@@ -2,11 +2,12 @@
 
 ``/contacts/:id_or_email`` finds an id in any audience of the team and an email in
 ``audience_id`` (query, or body on PATCH) or else the default audience.
+``/audiences/:id/contacts`` also takes a segment's id, as Resend's SDKs send one there:
+the segment's audience, narrowed to the segment (``audiences.audience_scope``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Annotated, Any
 
 import pydantic
@@ -19,6 +20,7 @@ from mailbridge.api.bodies import list_body, unpaged_list_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
 from mailbridge.services import audiences
 from mailbridge.services.audiences import (
+    AudienceScope,
     ContactChanges,
     ContactFilters,
     NewContact,
@@ -86,14 +88,13 @@ def removed(contact: Contact) -> dict[str, Any]:
 
 
 async def _create(
-    session: AsyncSession, context: ServiceContext, team_id: str, audience_id: str | None,
+    session: AsyncSession, context: ServiceContext, team_id: str, scope: AudienceScope,
     body: CreateContact,
 ) -> dict[str, Any]:  # fmt: skip
-    audience = await audiences.resolve_audience(session, context.clock, team_id, audience_id)
     contact = await audiences.create_contact(
-        session, context.clock, team_id, audience, body,
+        session, context.clock, team_id, scope.audience, body,
         topic_choices=body.topics or (),
-        segment_ids=[segment.id for segment in body.segments or ()],
+        segment_ids=[*scope.segment_ids, *(segment.id for segment in body.segments or ())],
         time_limit=context.settings.contacts_write_timeout,
     )  # fmt: skip
     return created(contact)
@@ -123,8 +124,8 @@ async def _delete(
 async def _in_audience(
     session: AsyncSession, team_id: str, audience_id: str, id_or_email: str
 ) -> Contact:
-    audience = await audiences.get_audience(session, team_id, audience_id)
-    return await audiences.find_contact(session, team_id, id_or_email, audience.id)
+    scope = await audiences.audience_scope(session, team_id, audience_id)
+    return await audiences.find_contact(session, team_id, id_or_email, scope.audience.id)
 
 
 async def _named(
@@ -154,15 +155,17 @@ async def create_audience_contact(
     audience_id: str, body: CreateContact, principal: Writer, session: SessionDep,
     context: ContextDep,
 ) -> dict[str, Any]:  # fmt: skip
-    return await _create(session, context, principal.team_id, audience_id, body)
+    scope = await audiences.audience_scope(session, principal.team_id, audience_id)
+    return await _create(session, context, principal.team_id, scope, body)
 
 
 @router.get("/audiences/{audience_id}/contacts")
 async def list_audience_contacts(
     audience_id: str, principal: Reader, session: SessionDep, page: PageDep, filters: FiltersDep
 ) -> dict[str, Any]:
-    scoped = dataclasses.replace(filters, audience_id=audience_id)
-    result = await audiences.list_contacts(session, principal.team_id, scoped, page)
+    result = await audiences.list_audience_contacts(
+        session, principal.team_id, audience_id, filters, page
+    )
     return await _contacts_page(session, principal.team_id, result)
 
 
@@ -201,7 +204,8 @@ async def create_contact(
     audience_id: AudienceQuery = None,
 ) -> dict[str, Any]:  # fmt: skip
     chosen = body.audience_id or audience_id
-    return await _create(session, context, principal.team_id, chosen, body)
+    audience = await audiences.resolve_audience(session, context.clock, principal.team_id, chosen)
+    return await _create(session, context, principal.team_id, AudienceScope(audience), body)
 
 
 @router.get("/contacts")

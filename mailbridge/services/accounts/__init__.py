@@ -28,7 +28,13 @@ from mailbridge.services.accounts._request_logs import (
     log_view,
     purge_old_logs,
 )
-from mailbridge.services.accounts._teams import Role, count_teams, create_team, resolve_team
+from mailbridge.services.accounts._teams import (
+    Role,
+    count_teams,
+    create_team,
+    resolve_team,
+    set_timezone,
+)
 from mailbridge.services.accounts._teams import add_member as add_team_member
 
 __all__ = [
@@ -57,4 +63,5 @@ __all__ = [
     "purge_old_logs",
     "resolve_team",
     "revoke_api_key",
+    "set_timezone",
 ]

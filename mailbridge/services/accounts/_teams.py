@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from enum import StrEnum
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
@@ -25,10 +26,23 @@ class Role(StrEnum):
     VIEW_ONLY = "view_only"
 
 
-async def create_team(session: AsyncSession, clock: Clock, name: str, plan: str = "free") -> Team:
+def checked_timezone(name: str) -> str:
+    """An IANA timezone name (the team's: where campaigns' daily batches roll over)."""
+    try:
+        ZoneInfo(name)
+    except (ValueError, ZoneInfoNotFoundError):
+        raise ConfigurationError(
+            f"unknown timezone {name!r}; use an IANA name like Europe/Berlin"
+        ) from None
+    return name
+
+
+async def create_team(
+    session: AsyncSession, clock: Clock, name: str, plan: str = "free", timezone: str = "UTC"
+) -> Team:
     if plan not in PLANS:
         raise ConfigurationError(f"unknown plan {plan!r}; choose one of {', '.join(PLANS)}")
-    team = Team(name=name, plan=plan, created_at=clock.now())
+    team = Team(name=name, plan=plan, timezone=checked_timezone(timezone), created_at=clock.now())
     session.add(team)
     try:
         await session.commit()
@@ -86,3 +100,9 @@ async def open_member_session(session: AsyncSession, clock: Clock, member: Membe
     )
     await session.commit()
     return issued.token
+
+
+async def set_timezone(session: AsyncSession, team: Team, timezone: str) -> Team:
+    team.timezone = checked_timezone(timezone)
+    await session.commit()
+    return team

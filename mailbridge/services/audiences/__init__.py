@@ -8,6 +8,11 @@ contact properties, segments and their filters, topics and subscriptions (tables
 
 from __future__ import annotations
 
+from mailbridge.services.audiences._audience_scope import (
+    AudienceScope,
+    audience_scope,
+    list_audience_contacts,
+)
 from mailbridge.services.audiences._audiences import MAX_NAME_LENGTH as MAX_AUDIENCE_NAME_LENGTH
 from mailbridge.services.audiences._audiences import (
     audience_view,
@@ -82,6 +87,7 @@ __all__ = [
     "MAX_CONTACT_BATCH_SIZE",
     "MAX_TOPIC_DESCRIPTION_LENGTH",
     "MAX_TOPIC_NAME_LENGTH",
+    "AudienceScope",
     "ContactChanges",
     "ContactFields",
     "ContactFilters",
@@ -90,6 +96,7 @@ __all__ = [
     "TopicChoice",
     "add_segment_member",
     "apply_changes",
+    "audience_scope",
     "audience_view",
     "check_contact_properties",
     "check_recipients",
@@ -112,6 +119,7 @@ __all__ = [
     "get_property",
     "get_segment",
     "get_topic",
+    "list_audience_contacts",
     "list_audiences",
     "list_contacts",
     "list_properties",

@@ -43,7 +43,6 @@ from mailbridge.services.email import SendEmailRequest, prepare_email, store_pre
 from mailbridge.storage.tables import Campaign, CampaignRecipient, Contact, Team
 from mailbridge.storage.types import new_id
 
-LEASE = timedelta(minutes=2)
 EMAIL_CHUNK = 500
 _CHILD_IDS = uuid.UUID("8a0c6d2e-5b7f-4f0e-9a51-3c2d9e7b1f40")
 
@@ -53,7 +52,9 @@ async def next_due_at(session: AsyncSession) -> datetime | None:
     return await session.scalar(query.limit(1))
 
 
-async def claim_due(session: AsyncSession, now: datetime, owner: str, limit: int) -> list[str]:
+async def claim_due(
+    session: AsyncSession, now: datetime, owner: str, limit: int, lease: timedelta
+) -> list[str]:
     """Lease up to ``limit`` due campaigns (not leased by a live runner); their ids."""
     query = (
         select(Campaign.id)
@@ -71,7 +72,7 @@ async def claim_due(session: AsyncSession, now: datetime, owner: str, limit: int
         await session.execute(
             update(Campaign)
             .where(Campaign.id.in_(ids))
-            .values(lease_owner=owner, lease_until=now + LEASE)
+            .values(lease_owner=owner, lease_until=now + lease)
             .execution_options(synchronize_session=False)
         )
     await session.commit()
@@ -106,7 +107,7 @@ async def advance(context: ServiceContext, campaign_id: str, owner: str) -> bool
             created = await step(session, context, campaign, now)
         again = campaign.due_at is not None and campaign.due_at <= now
         if again:
-            campaign.lease_until = now + LEASE
+            campaign.lease_until = now + timedelta(seconds=context.settings.campaign_lease_seconds)
         else:
             campaign.lease_owner = campaign.lease_until = None
         campaign.updated_at = now

@@ -92,12 +92,14 @@ async def send_campaign(
     recipients = await count_recipients(session, campaign)
     if campaign.recurrence is not None:
         ledger.check(campaign.team_id, recipients)
-        rule = Recurrence(campaign.recurrence, zone or timezone_named(None), scheduled_at or now)
-        first = rule.next_after((scheduled_at or now) - timedelta(microseconds=1))
+        # The rule's DTSTART, in whole seconds as RRULEs count them.
+        start = (scheduled_at or now).replace(microsecond=0)
+        rule = Recurrence(campaign.recurrence, zone or timezone_named(None), start)
+        first = rule.next_after(start - timedelta(microseconds=1))
         if first is None:
             raise ValidationError("The `recurrence` has no occurrence after its start.")
         campaign.status, campaign.phase, campaign.due_at = "recurring", "occur", first
-        campaign.started_at = scheduled_at or now  # the rule's DTSTART
+        campaign.started_at = start
     else:
         ledger.charge(campaign.team_id, recipients)
         await ledger.store(session)

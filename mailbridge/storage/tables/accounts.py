@@ -20,7 +20,7 @@ class Team(Base):
     name: Mapped[str] = mapped_column(String(200), unique=True)
     plan: Mapped[str] = mapped_column(String(20), default="free")
     # IANA name: where campaigns' daily batches roll over unless a send names its own.
-    timezone: Mapped[str] = mapped_column(String(64), default="UTC", server_default="UTC")
+    timezone: Mapped[str] = mapped_column(String(64), server_default="UTC")
     created_at: Mapped[datetime]
 
 

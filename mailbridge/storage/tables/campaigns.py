@@ -77,7 +77,8 @@ class CampaignRecipient(Base):
 
     __tablename__ = "campaign_recipients"
     __table_args__ = (
-        Index("ix_campaign_recipients_pending", "campaign_id", "email_id", "batch", "variant"),
+        # The recipients still without an email, in order: each chunk reads the next ones.
+        Index("ix_campaign_recipients_pending", "campaign_id", "email_id", "position"),
     )
 
     campaign_id: Mapped[str] = mapped_column(
