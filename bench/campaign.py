@@ -63,7 +63,7 @@ def _settings(directory: Path) -> Settings:
 async def _seed(context: ServiceContext, count: int) -> tuple[str, str]:
     clock = context.clock
     async with context.database.session() as session:
-        team = await accounts.create_team(session, clock, "bench", "pro")
+        team = await accounts.create_team(session, clock, "bench", "unlimited")
         await domains.create_domain(
             session, clock, context.settings, team.id, "shop.io", verified=True
         )
@@ -90,9 +90,8 @@ async def _send_campaign(context: ServiceContext, team_id: str, audience_id: str
     })  # fmt: skip
     async with context.database.session() as session:
         campaign = await campaigns.create_campaign(session, context.clock, team_id, fields)
-        await campaigns.send_campaign(
-            session, context, Principal(team_id=team_id, plan="pro"), campaign.id, SendCampaign()
-        )
+        principal = Principal(team_id=team_id, plan="unlimited")
+        await campaigns.send_campaign(session, context, principal, campaign.id, SendCampaign())
 
 
 async def _send_batches(context: ServiceContext, team_id: str, count: int) -> None:

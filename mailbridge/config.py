@@ -48,7 +48,7 @@ class Settings(BaseSettings):
         description="seconds POST /emails/batch may take before batch_incomplete",
     )
     smtp_pool_size: int = Field(default=8, ge=1, le=100, description="SMTP connections kept open")
-    delivery_concurrency: int = Field(default=32, ge=1, description="emails in flight at once")
+    delivery_concurrency: int = Field(default=128, ge=1, description="emails in flight at once")
     delivery_batch_size: int = Field(default=200, ge=1, description="emails claimed per query")
     delivery_lease_seconds: float = Field(default=120.0, gt=0)
     # A campaign's step renews it; a killed runner's campaign is taken up after it.

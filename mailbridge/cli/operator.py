@@ -71,7 +71,7 @@ def team_view(team: Any) -> dict[str, Any]:
 @teams_app.command("create")
 def teams_create(
     name: Annotated[str, typer.Option("--name", help="the team's name")],
-    plan: Annotated[str, typer.Option("--plan", help="free or pro")] = "free",
+    plan: Annotated[str, typer.Option("--plan", help="free, pro or unlimited")] = "free",
     timezone: TimezoneOption = "UTC",
 ) -> None:
     """Create a team."""

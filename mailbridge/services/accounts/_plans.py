@@ -29,6 +29,14 @@ PLANS: dict[str, Plan] = {
         verified_domains=10,
         monthly_automation_runs=100_000,
     ),
+    # A self-hosted team that answers to nobody's quota (large campaigns, benchmarks).
+    "unlimited": Plan(
+        "unlimited",
+        daily_emails=None,
+        monthly_emails=None,
+        verified_domains=None,
+        monthly_automation_runs=None,
+    ),
 }
 
 
