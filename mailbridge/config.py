@@ -51,6 +51,11 @@ class Settings(BaseSettings):
     delivery_concurrency: int = Field(default=128, ge=1, description="emails in flight at once")
     delivery_batch_size: int = Field(default=200, ge=1, description="emails claimed per query")
     delivery_lease_seconds: float = Field(default=120.0, gt=0)
+    # The SMTP listener of `serve` and `mailbridge inbound`: host:port, or "off".
+    inbound_smtp: str = "127.0.0.1:2525"
+    inbound_hostname: str | None = None  # the name the listener greets with
+    inbound_tls_cert: str | None = None  # PEM files: STARTTLS is offered when both are set
+    inbound_tls_key: str | None = None
     # A campaign's step renews it; a killed runner's campaign is taken up after it.
     campaign_lease_seconds: float = Field(default=60.0, gt=0)
     attachment_fetch_timeout: float = Field(default=30.0, gt=0)

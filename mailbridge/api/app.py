@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, suppress
@@ -30,6 +31,7 @@ from mailbridge.api.routers import (
     events,
     health,
     logs,
+    receiving,
     segments,
     suppressions,
     templates,
@@ -40,9 +42,12 @@ from mailbridge.api.routers import (
 from mailbridge.api.send_path import SendPath
 from mailbridge.config import Settings
 from mailbridge.runner import Runner
+from mailbridge.services import inbound
 from mailbridge.services.accounts import RequestLogSink
 from mailbridge.services.context import ServiceContext
 from mailbridge.services.email import EmailWriter
+
+logger = logging.getLogger(__name__)
 
 # Order matters for speed: routes are matched one by one, so the send path comes first.
 ROUTERS = (
@@ -62,11 +67,26 @@ ROUTERS = (
     campaigns.router,
     broadcasts.router,
     events.router,
+    receiving.router,  # before email_reading: /emails/receiving is not an email id
     email_reading.router,
     suppressions.router,
     webhooks.router,
     tracking.router,
 )
+
+
+async def _start_inbound(context: ServiceContext) -> asyncio.Server | None:
+    """``serve``'s SMTP listener (``MAILBRIDGE_INBOUND_SMTP``), unless off; a port that is
+    taken is logged, and the rest of ``serve`` runs on."""
+    where = inbound.parse_listen_address(context.settings.inbound_smtp)
+    if where is None:
+        return None
+    try:
+        server, _handler = await inbound.start_listener(context, *where)
+    except OSError as exc:
+        logger.error("not receiving mail: cannot listen on %s:%d: %s", *where, exc)
+        return None
+    return server
 
 
 def telemetry_config(environ: Mapping[str, str]) -> TelemetryConfig:
@@ -104,11 +124,15 @@ def create_app(
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         flusher = asyncio.create_task(log_sink.run(), name="request-log-flusher")
         writer = asyncio.create_task(email_writer.run(), name="email-writer")
+        listener = None
         if runner is not None:
             await runner.start_in_background()
+            listener = await _start_inbound(context)
         try:
             yield
         finally:
+            if listener is not None:
+                listener.close()
             if runner is not None:
                 await runner.stop()
             for task in (writer, flusher):

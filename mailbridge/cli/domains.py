@@ -28,6 +28,10 @@ def domains_add(
             "the domain may send at once and the runner does not re-check it",
         ),
     ] = False,
+    receiving: Annotated[
+        bool,
+        typer.Option("--receiving", help="receive mail for the domain (/emails/receiving)"),
+    ] = False,
 ) -> None:
     """Add a sending domain and print it with the DNS records to publish.
 
@@ -40,11 +44,13 @@ def domains_add(
         if existing is not None and not verified:
             raise ValidationError(f"{existing.name} exists already in team {owner.name}.")
         if existing is not None:
+            existing.receiving = existing.receiving or receiving
             domain = await domains.mark_verified(session, context.clock, context.settings, existing)
         else:
             domain = await domains.create_domain(
-                session, context.clock, context.settings, owner.id, name, verified=verified
-            )
+                session, context.clock, context.settings, owner.id, name,
+                domains.DomainOptions(receiving=receiving), verified=verified,
+            )  # fmt: skip
         return {**domains.domain_view(domain, context.settings), "team_id": owner.id}
 
     emit(with_session(action))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import gc
 import json
@@ -25,7 +26,9 @@ from mailbridge.cli.output import run
 from mailbridge.cli.webhooks import webhooks_app
 from mailbridge.config import Settings
 from mailbridge.runner import Runner
+from mailbridge.runner.signals import stop_on_signals
 from mailbridge.services import accounts
+from mailbridge.services import inbound as inbound_service
 from mailbridge.services.context import ServiceContext
 from mailbridge.storage.migrate import upgrade
 
@@ -156,6 +159,40 @@ def runner() -> None:
         context = ServiceContext.from_settings(settings)
         try:
             await Runner(context).run_until_stopped()
+        finally:
+            await context.database.dispose()
+
+    with event_loop_runner() as loop_runner:
+        loop_runner.run(main())
+
+
+@app.command()
+def inbound(
+    listen: Annotated[
+        str | None, typer.Option("--listen", help="host:port (default MAILBRIDGE_INBOUND_SMTP)")
+    ] = None,
+) -> None:
+    """The SMTP listener alone: receives mail for receiving domains, bounces, complaints
+    and replies, until SIGTERM (run any number over PostgreSQL)."""
+    settings = Settings()
+    _configure_logging(settings)
+    upgrade(settings.resolved_database_url, settings.database_schema)
+    where = inbound_service.parse_listen_address(listen or settings.inbound_smtp)
+    if where is None:
+        raise typer.BadParameter("the listener is off (MAILBRIDGE_INBOUND_SMTP=off)")
+    _settle_heap()
+
+    async def main() -> None:
+        context = ServiceContext.from_settings(settings)
+        stop = asyncio.Event()
+        try:
+            server, _handler = await inbound_service.start_listener(context, *where)
+            with stop_on_signals(stop.set):
+                await stop.wait()
+            server.close()
+            # Conversations under way get the shutdown deadline to finish.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(server.wait_closed(), settings.shutdown_timeout * 0.8)
         finally:
             await context.database.dispose()
 

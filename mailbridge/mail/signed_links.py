@@ -86,3 +86,29 @@ def read_download_token(secret: bytes, token: str, now: datetime) -> str | None:
     if now >= expires_at:
         return None
     return id_from_bytes(payload)
+
+
+# Received mail: the original bytes of a received email, and its attachments.
+
+RECEIVED_RAW = "received-raw"
+RECEIVED_ATTACHMENT = "received-attachment"
+RECEIVED_PATHS = {RECEIVED_RAW: LINK_PREFIX + "r/", RECEIVED_ATTACHMENT: LINK_PREFIX + "ra/"}
+
+
+def received_url(
+    base_url: str, secret: bytes, purpose: str, object_id: str, expires_at: datetime
+) -> str:
+    expiry = int(expires_at.timestamp()).to_bytes(8, "big")
+    token = sign(secret, purpose, id_bytes(object_id) + expiry)
+    return link(base_url, RECEIVED_PATHS[purpose], token)
+
+
+def read_received_token(secret: bytes, purpose: str, token: str, now: datetime) -> str | None:
+    """The object id of a valid, unexpired ``received_url`` token for ``purpose``."""
+    payload = verify(secret, purpose, token)
+    if payload is None or len(payload) != 24:
+        return None
+    expires_at = datetime.fromtimestamp(int.from_bytes(payload[16:], "big"), UTC)
+    if now >= expires_at:
+        return None
+    return id_from_bytes(payload)

@@ -60,6 +60,8 @@ class Server:
 def environment(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAILBRIDGE_")}
     env["MAILBRIDGE_DATA_DIR"] = str(tmp_path / "var")
+    # serve's SMTP listener on a free port: never the default 2525 a developer's serve holds
+    env["MAILBRIDGE_INBOUND_SMTP"] = f"127.0.0.1:{free_port()}"
     return env
 
 

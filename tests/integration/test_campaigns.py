@@ -384,3 +384,40 @@ async def test_a_recurring_campaign_starts_at_its_scheduled_at(
     children = await shop.client.get(f"/campaigns?parent_id={campaign_id}", headers=shop.headers)
     assert len(children.json()["data"]) == 1
     assert (await shop.get(campaign_id))["next_occurrence_at"] == "2026-11-02T10:30:04.000Z"
+
+
+async def test_a_template_campaign_sends_the_published_content_with_its_variables(
+    shop_campaigns: Campaigns,
+) -> None:
+    shop = shop_campaigns
+    await shop.contacts("ann@corp.io", first_name="Ann")
+    created = await shop.client.post(
+        "/templates",
+        json={"name": "Sale", "from": "Shop <sale@shop.io>", "subject": "{{{PERCENT}}}% off",
+              "html": "<p>{{{FIRST_NAME|Hi}}}, {{{PERCENT}}}% off</p>",
+              "variables": [{"key": "PERCENT", "type": "number"}]},
+        headers=shop.headers,
+    )  # fmt: skip
+    assert created.status_code == 201, created.text
+    template_id = created.json()["id"]
+    draft = await shop.client.post(
+        "/campaigns",
+        json={"name": "Sale", "template_id": template_id, "variables": {"PERCENT": 20},
+              "audience_id": shop.audience_id},
+        headers=shop.headers,
+    )  # fmt: skip
+    assert_error(draft, 422, "validation_error")  # not published yet
+    published = await shop.client.post(f"/templates/{template_id}/publish", headers=shop.headers)
+    assert published.status_code == 200, published.text
+    campaign_id = await shop.create(
+        **{"from": None, "subject": None, "html": None},
+        template_id=template_id, variables={"PERCENT": 20},
+    )  # fmt: skip
+    assert (await shop.send(campaign_id)).status_code == 200
+    again = await shop.send(campaign_id)
+    assert_error(again, 422, "validation_error")
+    await shop.run()
+    [email] = await shop.emails(campaign_id)
+    assert (email.from_address, email.subject) == ("Shop <sale@shop.io>", "20% off")
+    assert email.html == "<p>Ann, 20% off</p>"
+    assert email.template_id == template_id

@@ -28,6 +28,7 @@ class CreateDomain(BaseModel):
     tracking_subdomain: str = domains.DEFAULT_TRACKING_SUBDOMAIN
     open_tracking: bool = False
     click_tracking: bool = False
+    receiving: bool = False
 
 
 class UpdateDomain(BaseModel):
@@ -35,6 +36,7 @@ class UpdateDomain(BaseModel):
     click_tracking: bool | None = None
     tls: Tls | None = None
     tracking_subdomain: str | None = None
+    receiving: bool | None = None
 
 
 class ClaimDomain(BaseModel):
@@ -53,6 +55,7 @@ async def create_domain(
         tracking_subdomain=body.tracking_subdomain,
         open_tracking=body.open_tracking,
         click_tracking=body.click_tracking,
+        receiving=body.receiving,
     )
     domain = await domains.create_domain(
         session, context.clock, context.settings, principal.team_id, body.name, options
@@ -102,6 +105,7 @@ async def update_domain(
         click_tracking=body.click_tracking,
         tls=body.tls,
         tracking_subdomain=body.tracking_subdomain,
+        receiving=body.receiving,
     )
     domain = await domains.update_domain(
         session, context.clock, context.settings, principal.team_id, domain_id, changes

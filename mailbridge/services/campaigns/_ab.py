@@ -19,7 +19,7 @@ from mailbridge.services.campaigns._ab_test import AbResult, Arm, decide
 from mailbridge.services.campaigns._campaigns import get_campaign
 from mailbridge.storage.tables import Campaign, CampaignRecipient, ContactEngagement
 
-ENGAGEMENT_OF = {"open": "opened", "click": "clicked"}
+ENGAGEMENT_OF = {"open": "opened", "click": "clicked", "reply": "replied"}
 
 
 async def ab_result(session: AsyncSession, campaign: Campaign) -> AbResult:

@@ -29,6 +29,7 @@ from mailbridge.services.domains._domains import (
     list_domains,
     mark_verified,
     normalize_name,
+    receiving_domain,
     sending_domain,
     update_domain,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "list_domains",
     "mark_verified",
     "normalize_name",
+    "receiving_domain",
     "recheck_due_domains",
     "sending_domain",
     "update_domain",

@@ -69,6 +69,7 @@ class DomainOptions:
     open_tracking: bool = False
     click_tracking: bool = False
     tls: Tls = Tls.OPPORTUNISTIC
+    receiving: bool = False
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,7 @@ class DomainChanges:
     click_tracking: bool | None = None
     tls: Tls | None = None
     tracking_subdomain: str | None = None
+    receiving: bool | None = None
 
 
 # --- names -------------------------------------------------------------------------
@@ -234,6 +236,7 @@ async def create_domain(
         tracking_subdomain=tracking,
         open_tracking=options.open_tracking,
         click_tracking=options.click_tracking,
+        receiving=options.receiving,
         tls=options.tls.value,
         status=DomainStatus.NOT_STARTED.value,
         record_status={},
@@ -314,6 +317,8 @@ async def update_domain(
         domain.click_tracking = changes.click_tracking
     if changes.tls is not None:
         domain.tls = changes.tls.value
+    if changes.receiving is not None:
+        domain.receiving = changes.receiving
     statuses = record_statuses(domain)
     tracking = RecordKey.TRACKING.value
     if tracking in statuses and domain.tracking_subdomain != previous_subdomain:
@@ -351,6 +356,20 @@ async def sending_domain(session: AsyncSession, team_id: str, name: str) -> Doma
     return domain if domain is not None and may_send(domain) else None
 
 
+async def receiving_domain(session: AsyncSession, name: str) -> Domain | None:
+    """The verified domain ``name`` that receives mail (one team holds a verified name)."""
+    try:
+        normalized = normalize_name(name)
+    except ValidationError:
+        return None
+    found = await session.scalars(
+        select(Domain).where(
+            Domain.name == normalized, Domain.receiving, Domain.status.in_(SENDING_STATUSES)
+        )
+    )
+    return found.first()
+
+
 # --- views -------------------------------------------------------------------------
 
 
@@ -374,6 +393,7 @@ def domain_view(domain: Domain, settings: Settings) -> dict[str, Any]:
         "click_tracking": domain.click_tracking,
         "tracking_subdomain": domain.tracking_subdomain,
         "tls": domain.tls,
+        "receiving": domain.receiving,
         "records": [
             record.view(statuses[record.key.value]) for record in expected_records(domain, settings)
         ],

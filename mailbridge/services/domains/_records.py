@@ -51,6 +51,7 @@ class RecordKey(StrEnum):
     SPF = "spf"
     RETURN_PATH_MX = "return_path_mx"
     TRACKING = "tracking"
+    RECEIVING_MX = "receiving_mx"
 
 
 class RecordStatus(StrEnum):
@@ -87,7 +88,7 @@ class ExpectedRecord:
     priority: int | None = None
 
     def fqdn(self, domain: str) -> str:
-        return f"{self.name}.{domain}"
+        return domain if self.name == "@" else f"{self.name}.{domain}"
 
     def view(self, status: str) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -123,6 +124,8 @@ def record_keys(domain: Domain) -> list[RecordKey]:
     keys = [RecordKey.DKIM, RecordKey.RETURN_PATH_MX, RecordKey.SPF]
     if tracking_enabled(domain):
         keys.append(RecordKey.TRACKING)
+    if domain.receiving:
+        keys.append(RecordKey.RECEIVING_MX)
     return keys
 
 
@@ -146,6 +149,11 @@ def expected_records(domain: Domain, settings: Settings) -> list[ExpectedRecord]
     if tracking_enabled(domain):
         records.append(
             ExpectedRecord(RecordKey.TRACKING, "Tracking", domain.tracking_subdomain, "CNAME", host)
+        )
+    if domain.receiving:
+        # Mail to the domain itself comes to mailbridge's listener.
+        records.append(
+            ExpectedRecord(RecordKey.RECEIVING_MX, "Receiving", "@", "MX", host, MX_PRIORITY)
         )
     return records
 
@@ -265,7 +273,7 @@ def matches(record: ExpectedRecord, rdatas: Sequence[Any]) -> bool:
         spf = [t for t in txt_strings(rdatas) if t.lower().split(" ", 1)[0] == "v=spf1"]
         mechanism = record.value.split()[1].lower()
         return len(spf) == 1 and mechanism in {t.lstrip("+") for t in spf[0].lower().split()}
-    if record.key is RecordKey.RETURN_PATH_MX:
+    if record.key in (RecordKey.RETURN_PATH_MX, RecordKey.RECEIVING_MX):
         return any(_target(rdata, "exchange") == record.value for rdata in rdatas)
     return any(_target(rdata, "target") == record.value for rdata in rdatas)
 

@@ -45,6 +45,12 @@ from mailbridge.services.email._reading import (
     list_attachments,
     list_emails,
 )
+from mailbridge.services.email._reports import (
+    BouncedAddress,
+    record_bounce,
+    record_complaint,
+    record_reply,
+)
 from mailbridge.services.email._requests import SendEmailRequest, single_lines, texts
 from mailbridge.services.email._sending import Answer as SendAnswer
 from mailbridge.services.email._sending import cancel as cancel_email
@@ -67,6 +73,7 @@ from mailbridge.services.email._tracking import record_click, record_open, unsub
 __all__ = [
     "EMAIL_RETRY_POLICY",
     "MAX_SUPPRESSION_BATCH_SIZE",
+    "BouncedAddress",
     "BuiltMessage",
     "ClaimedBatch",
     "DeliveryJournal",
@@ -103,8 +110,11 @@ __all__ = [
     "next_email_due_at",
     "owners_holding_leases",
     "prepare_email",
+    "record_bounce",
     "record_click",
+    "record_complaint",
     "record_open",
+    "record_reply",
     "release_emails",
     "remove_suppression",
     "remove_suppressions",

@@ -20,7 +20,7 @@ from mailbridge.storage.types import new_id
 # Event types (DESIGN §5); each is also the status an email takes when it happens.
 EVENT_TYPES = frozenset({
     "queued", "scheduled", "sent", "delivered", "delivery_delayed", "bounced",
-    "complained", "opened", "clicked", "failed", "canceled", "suppressed",
+    "complained", "opened", "clicked", "failed", "canceled", "suppressed", "replied",
 })  # fmt: skip
 # Events that feed webhooks and automations as ``email.<type>`` (issue 5 of 5's list).
 PUBLISHED = frozenset(EVENT_TYPES - {"queued", "canceled"})

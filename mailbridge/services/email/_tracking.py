@@ -41,7 +41,7 @@ async def record_open(session: AsyncSession, clock: Clock, email_id: str) -> boo
         return False
     first_open = email.status not in ENGAGED
     record_email_event(session, clock, email, "opened", update_status=first_open)
-    await _engaged(session, clock, email, "opened")
+    await engaged(session, clock, email, "opened")
     await session.commit()
     return True
 
@@ -65,13 +65,13 @@ async def record_click(
     if user_agent:
         click["userAgent"] = user_agent
     record_email_event(session, clock, email, "clicked", {"click": click})
-    await _engaged(session, clock, email, "opened")
-    await _engaged(session, clock, email, "clicked")
+    await engaged(session, clock, email, "opened")
+    await engaged(session, clock, email, "clicked")
     await session.commit()
     return True
 
 
-async def _engaged(session: AsyncSession, clock: Clock, email: Email, kind: str) -> None:
+async def engaged(session: AsyncSession, clock: Clock, email: Email, kind: str) -> None:
     """The contact's first ``kind`` of the campaign, if this is the first (else nothing)."""
     if email.campaign_id is None or email.contact_id is None:
         return
@@ -103,7 +103,7 @@ async def unsubscribe(session: AsyncSession, clock: Clock, email_id: str) -> boo
         contact.updated_at = clock.now()
         data = {**event_data(contact), "changes": {"unsubscribed": {"old": False, "new": True}}}
         record_event(session, clock, contact.team_id, "contact.updated", data)
-    await _engaged(session, clock, email, "unsubscribed")
+    await engaged(session, clock, email, "unsubscribed")
     await session.commit()
     return True
 

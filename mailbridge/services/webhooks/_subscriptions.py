@@ -40,7 +40,7 @@ from mailbridge.storage.tables import Webhook
 EMAIL_EVENTS = (
     "email.sent", "email.scheduled", "email.delivered", "email.delivery_delayed",
     "email.bounced", "email.complained", "email.opened", "email.clicked", "email.failed",
-    "email.suppressed", "email.received",
+    "email.suppressed", "email.received", "email.replied",
 )  # fmt: skip
 CONTACT_EVENTS = ("contact.created", "contact.updated", "contact.deleted")
 DOMAIN_EVENTS = ("domain.created", "domain.updated", "domain.deleted")

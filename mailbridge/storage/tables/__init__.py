@@ -32,6 +32,7 @@ from mailbridge.storage.tables.emails import (
     QuotaUsage,
     Suppression,
 )
+from mailbridge.storage.tables.inbound import ReceivedAttachment, ReceivedEmail
 from mailbridge.storage.tables.templates import Template, TemplateVersion
 from mailbridge.storage.tables.webhooks import Webhook, WebhookDelivery
 
@@ -62,6 +63,8 @@ __all__ = [
     "Member",
     "MemberSession",
     "QuotaUsage",
+    "ReceivedAttachment",
+    "ReceivedEmail",
     "RequestLog",
     "Segment",
     "SegmentMember",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, String, Text
+from sqlalchemy import ForeignKey, Index, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mailbridge.storage.tables.base import Base
@@ -33,6 +33,8 @@ class Domain(Base):
     tracking_subdomain: Mapped[str] = mapped_column(String(63), default="links")
     open_tracking: Mapped[bool] = mapped_column(default=False)
     click_tracking: Mapped[bool] = mapped_column(default=False)
+    # Mail to the domain is received (its MX points at mailbridge): /emails/receiving.
+    receiving: Mapped[bool] = mapped_column(server_default=false())
     tls: Mapped[str] = mapped_column(String(16), default="opportunistic")
     # record key (dkim, spf, return_path_mx, tracking) -> not_started|pending|verified|failed
     record_status: Mapped[dict[str, Any]] = mapped_column(default=dict)

@@ -1,0 +1,105 @@
+"""What comes back about a sent email: bounces, complaints and replies (inbound mail).
+
+- A bounce marks the email ``bounced`` with ``bounce: {type, status, diagnostic}``
+  (``hard`` for 5.x.x, ``soft`` for 4.x.x) and fires ``email.bounced``; a hard bounce
+  puts the address on the team's suppression list (spec §6.1), a soft one never does.
+- A complaint marks it ``complained``, fires ``email.complained``, suppresses the
+  address and unsubscribes its contact.
+- A reply is an ``email.replied`` event that leaves the status alone; for a campaign's
+  email it is the contact's ``replied`` engagement (the A/B ``reply`` metric).
+
+Each runs in the caller's transaction (the received message's rows commit with it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from mailbridge.clock import Clock
+from mailbridge.services.activity import record_event
+from mailbridge.services.audiences import event_data
+from mailbridge.services.email._events import record_email_event
+from mailbridge.services.email._suppressions import suppress
+from mailbridge.services.email._tracking import engaged
+from mailbridge.storage.tables import Contact, Email
+
+
+@dataclass(frozen=True)
+class BouncedAddress:
+    address: str
+    hard: bool
+    status: str | None = None
+    diagnostic: str | None = None
+
+
+async def _email(session: AsyncSession, team_id: str, email_id: str | None) -> Email | None:
+    if email_id is None:
+        return None
+    found: Email | None = await session.scalar(
+        select(Email).where(Email.id == email_id, Email.team_id == team_id)
+    )
+    return found
+
+
+async def record_bounce(
+    session: AsyncSession, clock: Clock, team_id: str, email_id: str | None,
+    bounced: Sequence[BouncedAddress],
+) -> Email | None:  # fmt: skip
+    """The email the bounce is about (None: not the team's, or gone)."""
+    email = await _email(session, team_id, email_id)
+    if email is None or not bounced:
+        return email
+    hard = any(item.hard for item in bounced)
+    first = next((item for item in bounced if item.hard), bounced[0])
+    data = {
+        "recipients": [item.address for item in bounced],
+        "bounce": {"type": "hard" if hard else "soft", "status": first.status,
+                   "diagnostic": first.diagnostic},
+    }  # fmt: skip
+    record_email_event(session, clock, email, "bounced", data)
+    for item in bounced:
+        if item.hard:
+            await suppress(session, clock, team_id, item.address.lower(), "bounced", email.id)
+    return email
+
+
+async def record_complaint(
+    session: AsyncSession, clock: Clock, team_id: str, email_id: str | None,
+    address: str | None, feedback_type: str,
+) -> Email | None:  # fmt: skip
+    email = await _email(session, team_id, email_id)
+    if email is None:
+        return None
+    recipient = (address or (email.to[0] if email.to else "")).lower()
+    data = {"recipients": [recipient] if recipient else [], "feedback_type": feedback_type}
+    record_email_event(session, clock, email, "complained", data)
+    if recipient:
+        await suppress(session, clock, team_id, recipient, "complained", email.id)
+    contacts = await session.scalars(
+        select(Contact).where(Contact.team_id == team_id, Contact.email == recipient)
+    )
+    for contact in contacts.all():
+        if not contact.unsubscribed:
+            contact.unsubscribed = True
+            contact.updated_at = clock.now()
+            changes = {"unsubscribed": {"old": False, "new": True}}
+            record_event(session, clock, team_id, "contact.updated",
+                         {**event_data(contact), "changes": changes})  # fmt: skip
+    return email
+
+
+async def record_reply(
+    session: AsyncSession, clock: Clock, team_id: str, email_id: str | None,
+    received_email_id: str, from_address: str | None,
+) -> Email | None:  # fmt: skip
+    email = await _email(session, team_id, email_id)
+    if email is None:
+        return None
+    data = {"received_email_id": received_email_id, "reply_from": from_address}
+    record_email_event(session, clock, email, "replied", data, update_status=False)
+    await engaged(session, clock, email, "replied")
+    return email

@@ -1,0 +1,50 @@
+"""Inbound mail: what mailbridge receives itself, with no provider in between.
+
+Owns ``received_emails`` and ``received_attachments`` (and the content-addressed blobs
+under the data directory): the SMTP listener (``_listener``), routing and storing a
+message rows first (``_receiving``), parsing it (``_parsing``; what a DSN, an ARF report
+or a reply says is ``mail.inbound_reports``, and the email context records it), and
+reading it back (``_reading``).
+"""
+
+from __future__ import annotations
+
+from mailbridge.services.inbound._listener import (
+    InboundHandler,
+    parse_listen_address,
+    start_listener,
+)
+from mailbridge.services.inbound._reading import (
+    Links,
+    attachment_content,
+    attachment_for_download,
+    attachment_view,
+    attachments_of,
+    check_flag,
+    get_received,
+    list_attachments,
+    list_received,
+    raw_for_download,
+    received_summary,
+    received_view,
+    receiving_page,
+)
+
+__all__ = [
+    "InboundHandler",
+    "Links",
+    "attachment_content",
+    "attachment_for_download",
+    "attachment_view",
+    "attachments_of",
+    "check_flag",
+    "get_received",
+    "list_attachments",
+    "list_received",
+    "parse_listen_address",
+    "raw_for_download",
+    "received_summary",
+    "received_view",
+    "receiving_page",
+    "start_listener",
+]

@@ -1,0 +1,105 @@
+"""The SMTP listener (aiosmtpd) on ``MAILBRIDGE_INBOUND_SMTP``.
+
+RCPT: routed (``_receiving.route``) or ``550 5.1.1``; a team over its quota ``452
+4.2.2``. DATA over the spec's 40 MB: ``552`` (aiosmtpd's size limit). DATA: stored,
+then ``250``; a failure to store is ``451`` (the sender retries), a team gone over its
+quota meanwhile ``452``. STARTTLS when ``MAILBRIDGE_INBOUND_TLS_CERT`` and ``_KEY`` are set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+from typing import Any
+
+from aiosmtpd.smtp import SMTP, Envelope, Session
+
+from mailbridge.errors import DailyQuotaExceeded, MonthlyQuotaExceeded
+from mailbridge.services.context import ServiceContext
+from mailbridge.services.inbound._receiving import Route, fits_quota, prepare, route, store
+
+logger = logging.getLogger(__name__)
+
+MAX_MESSAGE_BYTES = 40 * 1024 * 1024  # spec §8.1: up to 40 MB of attachments an email
+
+
+class InboundHandler:
+    def __init__(self, context: ServiceContext) -> None:
+        self.context = context
+        self.stored = 0
+
+    async def handle_RCPT(
+        self, server: SMTP, session: Session, envelope: Envelope, address: str,
+        rcpt_options: list[str],
+    ) -> str:  # fmt: skip
+        try:
+            async with self.context.database.session() as db:
+                found = await route(db, address)
+                if found is None:
+                    return "550 5.1.1 No such recipient here"
+                if not await fits_quota(db, self.context, found.team_id):
+                    return "452 4.2.2 The recipient's quota is used up; try again later"
+        except Exception:
+            logger.exception("routing %r failed", address)
+            return "451 4.3.0 Temporary failure; try again later"
+        routes: list[Route] = envelope.__dict__.setdefault("mailbridge_routes", [])
+        routes.append(found)
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+        routes: list[Route] = envelope.__dict__.get("mailbridge_routes", [])
+        raw = envelope.original_content or envelope.content
+        if not routes or not isinstance(raw, bytes):
+            return "554 5.5.1 No valid recipients"
+        try:
+            received = await prepare(self.context, raw, envelope.rcpt_tos)
+            async with self.context.database.session() as db:
+                await store(db, self.context, envelope.mail_from or "", routes, received)
+                await db.commit()
+        except (DailyQuotaExceeded, MonthlyQuotaExceeded):
+            return "452 4.2.2 The recipient's quota is used up; try again later"
+        except Exception:
+            logger.exception("storing a received message failed")
+            return "451 4.3.0 Temporary failure; try again later"
+        self.stored += 1
+        self.context.work_added("activity")
+        return "250 2.0.0 Stored"
+
+
+def _tls_context(context: ServiceContext) -> ssl.SSLContext | None:
+    settings = context.settings
+    if not (settings.inbound_tls_cert and settings.inbound_tls_key):
+        return None
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(settings.inbound_tls_cert, settings.inbound_tls_key)
+    return tls
+
+
+def parse_listen_address(value: str) -> tuple[str, int] | None:
+    """``host:port`` (or ``off``): where the listener listens; None when off."""
+    if value.strip().lower() == "off":
+        return None
+    host, _, port = value.rpartition(":")
+    if not host or not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"MAILBRIDGE_INBOUND_SMTP must be host:port or off, not {value!r}")
+    return host.strip("[]"), int(port)
+
+
+async def start_listener(
+    context: ServiceContext, host: str, port: int
+) -> tuple[asyncio.Server, InboundHandler]:
+    handler = InboundHandler(context)
+    tls = _tls_context(context)
+
+    def protocol() -> Any:
+        return SMTP(
+            handler, data_size_limit=MAX_MESSAGE_BYTES, enable_SMTPUTF8=True,
+            hostname=context.settings.inbound_hostname or None, tls_context=tls,
+            decode_data=False,
+        )  # fmt: skip
+
+    server = await asyncio.get_running_loop().create_server(protocol, host, port)
+    logger.info("receiving mail on %s:%d", host, port)
+    return server, handler

@@ -1,0 +1,168 @@
+"""Reading received mail (spec §4.12, §8.3): lists, the full record, attachments.
+
+Lists take ``limit`` optionally: without it up to 1,000 items (``has_more`` says when
+there are more), with it 1 to 100; ``after``/``before`` cursors as everywhere. The full
+record carries a signed ``raw_url`` (the original bytes); attachments a signed
+``download_url`` each, and their bytes in base64 with ``content=true``. Links work
+for an hour without a key: the signature is the authority.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from mailbridge.clock import isoformat_ms
+from mailbridge.errors import NotFound, ValidationError
+from mailbridge.mail.signed_links import RECEIVED_ATTACHMENT, RECEIVED_RAW, received_url
+from mailbridge.services.inbound._blobs import read_blob
+from mailbridge.storage.pagination import DEFAULT_LIMIT, MAX_LIMIT, Page, PageRequest, paginate
+from mailbridge.storage.queries import get_owned
+from mailbridge.storage.tables import ReceivedAttachment, ReceivedEmail
+
+UNPAGED_LIMIT = 1000
+LINK_LIFETIME = timedelta(hours=1)
+
+
+def receiving_page(limit: str | None, after: str | None, before: str | None) -> PageRequest:
+    """Spec §8.3 for the receiving lists: ``limit`` optional, up to 1,000 without it."""
+    page = PageRequest.parse(limit, after, before)
+    if limit is None:
+        return PageRequest(limit=UNPAGED_LIMIT, after=page.after, before=page.before)
+    assert DEFAULT_LIMIT <= MAX_LIMIT
+    return page
+
+
+@dataclass(frozen=True)
+class Links:
+    base_url: str
+    secret: bytes
+    now: datetime
+
+    def url(self, purpose: str, object_id: str) -> tuple[str, str | None]:
+        expires_at = (self.now + LINK_LIFETIME).replace(microsecond=0)
+        url = received_url(self.base_url, self.secret, purpose, object_id, expires_at)
+        return url, isoformat_ms(expires_at)
+
+
+def received_summary(row: ReceivedEmail) -> dict[str, Any]:
+    return {
+        "object": "received_email",
+        "id": row.id,
+        "from": row.from_address,
+        "to": row.to,
+        "cc": row.cc,
+        "subject": row.subject,
+        "message_id": row.message_id,
+        "kind": row.kind,
+        "email_id": row.email_id,
+        "created_at": isoformat_ms(row.created_at),
+    }
+
+
+def received_view(
+    row: ReceivedEmail, attachments: list[ReceivedAttachment], links: Links
+) -> dict[str, Any]:
+    raw_url, expires = links.url(RECEIVED_RAW, row.id)
+    return {
+        **received_summary(row),
+        "envelope_from": row.envelope_from,
+        "envelope_to": row.envelope_to,
+        "in_reply_to": row.in_reply_to,
+        "references": row.references,
+        "text": row.text,
+        "html": row.html,
+        "headers": row.headers,
+        "spf": row.spf,
+        "dkim": row.dkim,
+        "dmarc": row.dmarc,
+        "size": row.size,
+        "parse_error": row.parse_error,
+        "raw_url": raw_url,
+        "raw_url_expires_at": expires,
+        "attachments": [attachment_view(item, links) for item in attachments],
+    }
+
+
+def attachment_view(
+    item: ReceivedAttachment, links: Links, content: bytes | None = None
+) -> dict[str, Any]:
+    url, expires = links.url(RECEIVED_ATTACHMENT, item.id)
+    view: dict[str, Any] = {
+        "object": "attachment",
+        "id": item.id,
+        "filename": item.filename,
+        "content_type": item.content_type,
+        "content_id": item.content_id,
+        "content_disposition": "inline" if item.content_id else "attachment",
+        "size": item.size,
+        "checksum": item.checksum,
+        "download_url": url,
+        "expires_at": expires,
+    }
+    if content is not None:
+        view["content"] = base64.b64encode(content).decode("ascii")
+    return view
+
+
+async def list_received(
+    session: AsyncSession, team_id: str, page: PageRequest
+) -> Page[ReceivedEmail]:
+    query = select(ReceivedEmail).where(ReceivedEmail.team_id == team_id)
+    return await paginate(session, query, ReceivedEmail, page)
+
+
+async def get_received(session: AsyncSession, team_id: str, received_id: str) -> ReceivedEmail:
+    return await get_owned(session, ReceivedEmail, team_id, received_id, "Received email")
+
+
+async def attachments_of(session: AsyncSession, received_id: str) -> list[ReceivedAttachment]:
+    rows = await session.scalars(
+        select(ReceivedAttachment)
+        .where(ReceivedAttachment.received_email_id == received_id)
+        .order_by(ReceivedAttachment.position)
+    )
+    return list(rows.all())
+
+
+async def list_attachments(
+    session: AsyncSession, team_id: str, received_id: str, page: PageRequest
+) -> Page[ReceivedAttachment]:
+    await get_received(session, team_id, received_id)
+    query = select(ReceivedAttachment).where(ReceivedAttachment.received_email_id == received_id)
+    return await paginate(session, query, ReceivedAttachment, page)
+
+
+def attachment_content(root: Path, item: ReceivedAttachment) -> bytes:
+    return read_blob(root, item.checksum)
+
+
+async def raw_for_download(session: AsyncSession, root: Path, received_id: str) -> bytes:
+    """A received email's original bytes, named by a signed link."""
+    row = await session.get(ReceivedEmail, received_id)
+    if row is None:
+        raise NotFound("Received email not found.")
+    return read_blob(root, row.blob)
+
+
+async def attachment_for_download(session: AsyncSession, attachment_id: str) -> ReceivedAttachment:
+    item = await session.get(ReceivedAttachment, attachment_id)
+    if item is None:
+        raise NotFound("Attachment not found.")
+    return item
+
+
+def check_flag(value: str | None, name: str) -> bool:
+    if value is None:
+        return False
+    if value.lower() in ("true", "1"):
+        return True
+    if value.lower() in ("false", "0"):
+        return False
+    raise ValidationError(f"`{name}` must be true or false.")

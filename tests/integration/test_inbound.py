@@ -1,0 +1,287 @@
+"""Inbound mail through a real SMTP conversation (aiosmtplib → the listener on loopback):
+stored rows first, listed under /emails/receiving, bounces, complaints and replies."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from email.message import EmailMessage
+from email.utils import make_msgid
+
+import aiosmtplib
+import httpx
+import pytest
+from sqlalchemy import insert, select
+
+from mailbridge.api.app import create_app
+from mailbridge.services import inbound
+from mailbridge.services.context import ServiceContext
+from mailbridge.services.domains import DomainOptions, create_domain
+from mailbridge.storage.tables import (
+    ActivityEvent,
+    Domain,
+    Email,
+    EmailEvent,
+    QuotaUsage,
+    ReceivedEmail,
+    Suppression,
+)
+from mailbridge.storage.types import new_id
+from tests.integration.conftest import USER_AGENT, Tenant, Tenants
+from tests.integration.email_factory import add_email
+from tests.integration.test_auth import assert_error
+
+
+@dataclass
+class Inbox:
+    context: ServiceContext
+    client: httpx.AsyncClient
+    tenant: Tenant
+    domain: Domain
+    port: int
+
+    async def deliver(
+        self, message: EmailMessage | bytes, *recipients: str, sender: str = "ann@corp.io"
+    ) -> None:
+        await aiosmtplib.send(
+            message, hostname="127.0.0.1", port=self.port, sender=sender,
+            recipients=list(recipients),
+        )  # fmt: skip
+
+    async def rows(self) -> list[ReceivedEmail]:
+        async with self.context.database.session() as session:
+            found = await session.scalars(select(ReceivedEmail).order_by(ReceivedEmail.id))
+            return list(found.all())
+
+    async def activity(self, type_: str) -> list[ActivityEvent]:
+        async with self.context.database.session() as session:
+            found = await session.scalars(select(ActivityEvent).where(ActivityEvent.type == type_))
+            return list(found.all())
+
+
+@pytest.fixture
+async def inbox(context: ServiceContext) -> AsyncIterator[Inbox]:
+    tenant = await Tenants(context).create(plan="pro")
+    async with context.database.session() as session:
+        domain = await create_domain(
+            session, context.clock, context.settings, tenant.team_id, "shop.io",
+            DomainOptions(receiving=True), verified=True,
+        )  # fmt: skip
+        await session.commit()
+    server, _handler = await inbound.start_listener(context, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    app = create_app(context=context)
+    try:
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(
+                transport=transport, base_url="http://mailbridge.test",
+                headers={"User-Agent": USER_AGENT, **tenant.headers},
+            ) as client:  # fmt: skip
+                yield Inbox(context, client, tenant, domain, port)
+    finally:
+        server.close()
+
+
+def letter(to: str = "hello@shop.io", **headers: str) -> EmailMessage:
+    message = EmailMessage()
+    message["From"] = "Ann <ann@corp.io>"
+    message["To"] = to
+    message["Subject"] = "A question"
+    message["Message-ID"] = make_msgid(domain="corp.io")
+    for name, value in headers.items():
+        message[name.replace("_", "-")] = value
+    message.set_content("Plain words")
+    message.add_alternative("<p>HTML words</p>", subtype="html")
+    return message
+
+
+async def test_a_received_message_is_listed_with_its_attachments_byte_identical(
+    inbox: Inbox,
+) -> None:
+    message = letter()
+    pdf = bytes(range(256)) * 40
+    message.add_attachment(pdf, maintype="application", subtype="pdf", filename="quote.pdf")
+    await inbox.deliver(message, "hello@shop.io")
+
+    listed = (await inbox.client.get("/emails/receiving")).json()
+    assert listed["object"] == "list" and listed["has_more"] is False
+    [item] = listed["data"]
+    assert (item["from"], item["to"], item["subject"]) == (
+        "Ann <ann@corp.io>",
+        ["hello@shop.io"],
+        "A question",
+    )
+    found = (await inbox.client.get(f"/emails/receiving/{item['id']}")).json()
+    assert found["text"].strip() == "Plain words"
+    assert found["html"].strip() == "<p>HTML words</p>"
+    assert found["envelope_to"] == ["hello@shop.io"]
+    raw = await inbox.client.get(found["raw_url"].removeprefix(inbox.context.settings.public_url))
+    assert raw.status_code == 200
+    assert b"Subject: A question" in raw.content
+
+    attachments = await inbox.client.get(
+        f"/emails/receiving/{item['id']}/attachments", params={"content": "true"}
+    )
+    [attachment] = attachments.json()["data"]
+    assert (attachment["filename"], attachment["size"]) == ("quote.pdf", len(pdf))
+    assert base64.b64decode(attachment["content"]) == pdf
+    downloaded = await inbox.client.get(
+        attachment["download_url"].removeprefix(inbox.context.settings.public_url),
+        headers={"Authorization": ""},
+    )
+    assert downloaded.content == pdf
+    assert [event.data["email_id"] for event in await inbox.activity("email.received")] == [
+        item["id"]
+    ]
+
+
+async def test_an_unknown_recipient_is_refused_and_nothing_is_stored(inbox: Inbox) -> None:
+    with pytest.raises(aiosmtplib.SMTPRecipientsRefused) as refused:
+        await inbox.deliver(letter("someone@elsewhere.io"), "someone@elsewhere.io")
+    assert refused.value.recipients[0].code == 550
+    assert await inbox.rows() == []
+
+
+async def test_a_team_over_its_quota_is_asked_to_retry_and_nothing_is_stored(
+    inbox: Inbox,
+) -> None:
+    free = await Tenants(inbox.context).create(plan="free")
+    async with inbox.context.database.session() as session:
+        await create_domain(
+            session, inbox.context.clock, inbox.context.settings, free.team_id, "free.io",
+            DomainOptions(receiving=True), verified=True,
+        )  # fmt: skip
+        bucket = inbox.context.clock.now().replace(minute=0, second=0, microsecond=0)
+        await session.execute(
+            insert(QuotaUsage).values(team_id=free.team_id, bucket_start=bucket, count=100)
+        )
+        await session.commit()
+    with pytest.raises(aiosmtplib.SMTPRecipientsRefused) as refused:
+        await inbox.deliver(letter("hi@free.io"), "hi@free.io")
+    assert refused.value.recipients[0].code == 452
+    assert await inbox.rows() == []
+
+
+def dsn(email_id: str, recipient: str) -> bytes:
+    """What Postfix sends back for a recipient that does not exist."""
+    return (
+        "From: Mail Delivery System <MAILER-DAEMON@mx.corp.io>\r\n"
+        f"To: bounces+{email_id}@send.shop.io\r\n"
+        "Subject: Undelivered Mail Returned to Sender\r\n"
+        "MIME-Version: 1.0\r\n"
+        'Content-Type: multipart/report; report-type=delivery-status; boundary="B"\r\n'
+        "\r\n--B\r\nContent-Type: text/plain\r\n\r\n"
+        "The mail system could not deliver your message.\r\n"
+        "\r\n--B\r\nContent-Type: message/delivery-status\r\n\r\n"
+        "Reporting-MTA: dns; mx.corp.io\r\n\r\n"
+        f"Final-Recipient: rfc822; {recipient}\r\nAction: failed\r\nStatus: 5.1.1\r\n"
+        "Diagnostic-Code: smtp; 550 5.1.1 No such user\r\n"
+        "\r\n--B\r\nContent-Type: text/rfc822-headers\r\n\r\n"
+        f"Message-ID: <{email_id}@shop.io>\r\nSubject: Hello\r\n"
+        "\r\n--B--\r\n"
+    ).encode()
+
+
+async def test_a_bounce_to_the_return_path_marks_the_email_and_suppresses_the_address(
+    inbox: Inbox,
+) -> None:
+    sent = await add_email(inbox.context, inbox.domain, to=["gone@corp.io"])
+    await inbox.deliver(
+        dsn(sent.id, "gone@corp.io"),
+        f"bounces+{sent.id}@send.shop.io",
+        sender="mailer-daemon@mx.corp.io",
+    )
+    async with inbox.context.database.session() as session:
+        email = await session.get(Email, sent.id)
+        assert email is not None and email.status == "bounced"
+        events = await session.scalars(
+            select(EmailEvent).where(EmailEvent.email_id == sent.id, EmailEvent.type == "bounced")
+        )
+        [event] = events.all()
+        assert event.data["bounce"]["type"] == "hard"
+        assert event.data["bounce"]["status"] == "5.1.1"
+        listed = await session.scalars(
+            select(Suppression.email).where(Suppression.team_id == inbox.tenant.team_id)
+        )
+        assert list(listed.all()) == ["gone@corp.io"]
+    assert len(await inbox.activity("email.bounced")) == 1
+    [row] = await inbox.rows()
+    assert (row.kind, row.email_id) == ("bounce", sent.id)
+
+
+async def test_a_reply_is_recorded_on_the_email_it_answers(inbox: Inbox) -> None:
+    sent = await add_email(inbox.context, inbox.domain, to=["ann@corp.io"])
+    await inbox.deliver(letter(In_Reply_To=sent.message_id), "hello@shop.io")
+    async with inbox.context.database.session() as session:
+        replied = await session.scalars(
+            select(EmailEvent).where(EmailEvent.email_id == sent.id, EmailEvent.type == "replied")
+        )
+        assert len(replied.all()) == 1
+        email = await session.get(Email, sent.id)
+        assert email is not None and email.status == "queued"  # a reply leaves the status
+    [row] = await inbox.rows()
+    assert (row.kind, row.email_id) == ("reply", sent.id)
+    auto = letter(In_Reply_To=sent.message_id, Auto_Submitted="auto-replied")
+    await inbox.deliver(auto, "hello@shop.io")
+    assert len(await inbox.activity("email.replied")) == 1  # an auto-reply is no reply
+
+
+async def test_another_teams_received_email_is_not_found(inbox: Inbox) -> None:
+    await inbox.deliver(letter(), "hello@shop.io")
+    [row] = await inbox.rows()
+    other = await Tenants(inbox.context).create()
+    for path in (f"/emails/receiving/{row.id}", f"/emails/receiving/{row.id}/attachments"):
+        answer = await inbox.client.get(path, headers=other.headers)
+        assert_error(answer, 404, "not_found")
+    assert_error(await inbox.client.get(f"/emails/receiving/{new_id()}"), 404, "not_found")
+
+
+def arf(email_id: str, recipient: str) -> bytes:
+    """What a mailbox provider's feedback loop sends (RFC 5965)."""
+    return (
+        "From: Feedback Loop <feedback@fbl.mail.net>\r\n"
+        "To: hello@shop.io\r\n"
+        "Subject: Abuse report\r\n"
+        "MIME-Version: 1.0\r\n"
+        'Content-Type: multipart/report; report-type=feedback-report; boundary="F"\r\n'
+        "\r\n--F\r\nContent-Type: text/plain\r\n\r\nA user marked this as spam.\r\n"
+        "\r\n--F\r\nContent-Type: message/feedback-report\r\n\r\n"
+        "Feedback-Type: abuse\r\nUser-Agent: FBL/1.0\r\nVersion: 1\r\n"
+        f"Original-Rcpt-To: {recipient}\r\n"
+        "\r\n--F\r\nContent-Type: message/rfc822\r\n\r\n"
+        f"Return-Path: <bounces+{email_id}@send.shop.io>\r\n"
+        f"Message-ID: <{email_id}@shop.io>\r\nFrom: news@shop.io\r\nTo: {recipient}\r\n"
+        "Subject: Hello\r\n\r\nHello\r\n"
+        "\r\n--F--\r\n"
+    ).encode()
+
+
+async def test_a_complaint_suppresses_and_unsubscribes(inbox: Inbox) -> None:
+    created = await inbox.client.post("/contacts", json={"email": "ann@corp.io"})
+    assert created.status_code == 201, created.text
+    sent = await add_email(inbox.context, inbox.domain, to=["ann@corp.io"])
+    await inbox.deliver(arf(sent.id, "ann@corp.io"), "hello@shop.io", sender="fbl@mail.net")
+    async with inbox.context.database.session() as session:
+        email = await session.get(Email, sent.id)
+        assert email is not None and email.status == "complained"
+        listed = await session.scalars(select(Suppression.reason))
+        assert list(listed.all()) == ["complained"]
+    contact = (await inbox.client.get("/contacts/ann@corp.io")).json()
+    assert contact["unsubscribed"] is True
+    [row] = await inbox.rows()
+    assert (row.kind, row.email_id) == ("complaint", sent.id)
+
+
+async def test_a_receiving_domain_shows_the_mx_to_publish(inbox: Inbox) -> None:
+    created = await inbox.client.post("/domains", json={"name": "mail.io", "receiving": True})
+    assert created.status_code == 201, created.text
+    assert created.json()["receiving"] is True
+    receiving = [r for r in created.json()["records"] if r["record"] == "Receiving"]
+    assert [(r["name"], r["type"], r["priority"]) for r in receiving] == [("@", "MX", 10)]
+    changed = await inbox.client.patch(
+        f"/domains/{created.json()['id']}", json={"receiving": False}
+    )
+    assert changed.json()["receiving"] is False
+    assert not [r for r in changed.json()["records"] if r["record"] == "Receiving"]
