@@ -56,6 +56,7 @@ class Settings(BaseSettings):
     inbound_hostname: str | None = None  # the name the listener greets with
     inbound_tls_cert: str | None = None  # PEM files: STARTTLS is offered when both are set
     inbound_tls_key: str | None = None
+    inbound_authentication: bool = True  # record SPF, DKIM and DMARC results
     # A campaign's step renews it; a killed runner's campaign is taken up after it.
     campaign_lease_seconds: float = Field(default=60.0, gt=0)
     attachment_fetch_timeout: float = Field(default=30.0, gt=0)

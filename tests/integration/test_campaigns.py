@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from email.message import EmailMessage
 from email.parser import BytesParser
 
+import aiosmtplib
 import pytest
 
 from mailbridge.runner.delivery import DeliveryWorker
-from mailbridge.services import accounts
+from mailbridge.services import accounts, inbound
 from mailbridge.services import email as emails
+from mailbridge.services.context import ServiceContext
 from tests.integration.campaign_setup import Campaigns
 from tests.integration.sending import add_domain
 from tests.integration.test_auth import assert_error
@@ -421,3 +424,41 @@ async def test_a_template_campaign_sends_the_published_content_with_its_variable
     assert (email.from_address, email.subject) == ("Shop <sale@shop.io>", "20% off")
     assert email.html == "<p>Ann, 20% off</p>"
     assert email.template_id == template_id
+
+
+async def test_replies_received_count_for_the_reply_metric(shop_campaigns: Campaigns) -> None:
+    shop = shop_campaigns
+    await shop.contacts(*(f"person{number}@corp.io" for number in range(30)))
+    campaign_id = await shop.create(ab={
+        "metric": "reply", "test_fraction": 1.0,
+        "variants": [{"subject": "Subject A"}, {"subject": "Subject B"}],
+    })  # fmt: skip
+    assert (await shop.send(campaign_id)).status_code == 200
+    await shop.run()
+    [domain] = (await shop.client.get("/domains", headers=shop.headers)).json()["data"]
+    changed = await shop.client.patch(
+        f"/domains/{domain['id']}", json={"receiving": True}, headers=shop.headers
+    )
+    assert changed.status_code == 200, changed.text
+    # No authentication lookups: they would leave the machine.
+    settings = shop.context.settings.model_copy(update={"inbound_authentication": False})
+    receiving = ServiceContext(settings, shop.context.database, shop.context.clock)
+    server, _handler = await inbound.start_listener(receiving, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    replied = 0
+    try:
+        for email in await shop.emails(campaign_id):
+            if email.subject != "Subject B":
+                continue
+            reply = EmailMessage()
+            reply["From"], reply["To"] = email.to[0], "news@shop.io"
+            reply["Subject"], reply["In-Reply-To"] = "Re: Subject B", email.message_id
+            reply.set_content("Yes please")
+            await aiosmtplib.send(reply, hostname="127.0.0.1", port=port)
+            replied += 1
+    finally:
+        server.close()
+    result = (await shop.client.get(f"/campaigns/{campaign_id}/ab", headers=shop.headers)).json()
+    assert result["b"]["conversions"] == replied > 0
+    assert result["a"]["conversions"] == 0
+    assert result["winner"] == "B"

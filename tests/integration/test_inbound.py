@@ -3,6 +3,7 @@ stored rows first, listed under /emails/receiving, bounces, complaints and repli
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ import pytest
 from sqlalchemy import insert, select
 
 from mailbridge.api.app import create_app
+from mailbridge.mail import dkim
 from mailbridge.services import inbound
 from mailbridge.services.context import ServiceContext
 from mailbridge.services.domains import DomainOptions, create_domain
@@ -29,6 +31,7 @@ from mailbridge.storage.tables import (
 )
 from mailbridge.storage.types import new_id
 from tests.integration.conftest import USER_AGENT, Tenant, Tenants
+from tests.integration.dns_server import DnsServer
 from tests.integration.email_factory import add_email
 from tests.integration.test_auth import assert_error
 
@@ -40,6 +43,7 @@ class Inbox:
     tenant: Tenant
     domain: Domain
     port: int
+    dns: DnsServer
 
     async def deliver(
         self, message: EmailMessage | bytes, *recipients: str, sender: str = "ann@corp.io"
@@ -61,7 +65,18 @@ class Inbox:
 
 
 @pytest.fixture
-async def inbox(context: ServiceContext) -> AsyncIterator[Inbox]:
+async def dns() -> AsyncIterator[DnsServer]:
+    server = DnsServer()
+    await server.start()
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+async def inbox(context: ServiceContext, dns: DnsServer) -> AsyncIterator[Inbox]:
+    # Authentication looks up DKIM keys and DMARC records on the loopback DNS server.
+    settings = context.settings.model_copy(update={"dns_nameserver": dns.address})
+    context = ServiceContext(settings=settings, database=context.database, clock=context.clock)
     tenant = await Tenants(context).create(plan="pro")
     async with context.database.session() as session:
         domain = await create_domain(
@@ -79,7 +94,7 @@ async def inbox(context: ServiceContext) -> AsyncIterator[Inbox]:
                 transport=transport, base_url="http://mailbridge.test",
                 headers={"User-Agent": USER_AGENT, **tenant.headers},
             ) as client:  # fmt: skip
-                yield Inbox(context, client, tenant, domain, port)
+                yield Inbox(context, client, tenant, domain, port, dns)
     finally:
         server.close()
 
@@ -285,3 +300,21 @@ async def test_a_receiving_domain_shows_the_mx_to_publish(inbox: Inbox) -> None:
     )
     assert changed.json()["receiving"] is False
     assert not [r for r in changed.json()["records"] if r["record"] == "Receiving"]
+
+
+async def test_spf_dkim_and_dmarc_results_are_recorded(inbox: Inbox) -> None:
+    keys = await asyncio.to_thread(dkim.generate_key_pair)
+    inbox.dns.zone.add_txt("s1._domainkey.corp.io", dkim.txt_value(keys.public_key))
+    inbox.dns.zone.add_txt("_dmarc.corp.io", "v=DMARC1; p=reject")
+    signed = dkim.sign(letter().as_bytes(), "corp.io", "s1", keys.private_key_pem)
+    await inbox.deliver(signed, "hello@shop.io")
+    tampered = signed.replace(b"Plain words", b"Plain wordz")
+    await inbox.deliver(tampered, "hello@shop.io")
+    unsigned = letter()
+    unsigned.replace_header("From", "Bo <bo@nodmarc.io>")
+    await inbox.deliver(unsigned, "hello@shop.io")
+    results = [(row.spf, row.dkim, row.dmarc) for row in await inbox.rows()]
+    # SPF says nothing about a loopback peer; DMARC passes on the aligned DKIM pass.
+    assert results == [
+        ("none", "pass", "pass"), ("none", "fail", "fail"), ("none", "none", "none")
+    ]  # fmt: skip

@@ -1,8 +1,9 @@
-"""Domains: sending (and later receiving) domains of a team.
+"""Domains: sending and receiving domains of a team.
 
 Owns ``domains`` and ``domain_claims``: the DNS records to publish (DKIM, SPF, return
-path, tracking), their verification against a real resolver, and claims of a domain
-another team holds. The email context asks it which domain may send.
+path, tracking, the receiving MX), their verification against a real resolver, and
+claims of a domain another team holds. The email context asks it which domain may
+send, the inbound context which receives (and looks up TXT records through it).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from mailbridge.services.domains._domains import (
     update_domain,
 )
 from mailbridge.services.domains._domains import MAX_NAME_LENGTH as MAX_DOMAIN_NAME_LENGTH
+from mailbridge.services.domains._records import txt_values
 from mailbridge.services.domains._verification import recheck_due_domains, verify_domain
 
 __all__ = [
@@ -59,6 +61,7 @@ __all__ = [
     "receiving_domain",
     "recheck_due_domains",
     "sending_domain",
+    "txt_values",
     "update_domain",
     "verify_claim",
     "verify_domain",

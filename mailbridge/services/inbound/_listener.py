@@ -54,7 +54,11 @@ class InboundHandler:
         if not routes or not isinstance(raw, bytes):
             return "554 5.5.1 No valid recipients"
         try:
-            received = await prepare(self.context, raw, envelope.rcpt_tos)
+            peer = session.peer[0] if isinstance(session.peer, tuple) else None
+            received = await prepare(
+                self.context, raw, envelope.rcpt_tos, mail_from=envelope.mail_from or "",
+                peer=peer, helo=session.host_name,
+            )  # fmt: skip
             async with self.context.database.session() as db:
                 await store(db, self.context, envelope.mail_from or "", routes, received)
                 await db.commit()

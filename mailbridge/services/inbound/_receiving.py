@@ -40,6 +40,7 @@ from mailbridge.services import email as emails
 from mailbridge.services.accounts import QuotaLedger, lock_teams
 from mailbridge.services.activity import record_event
 from mailbridge.services.context import ServiceContext
+from mailbridge.services.inbound._authentication import AuthResults, authenticate
 from mailbridge.services.inbound._blobs import write_blob
 from mailbridge.services.inbound._parsing import ParsedMessage, parse
 from mailbridge.storage.queries import table_of
@@ -94,16 +95,21 @@ class Received:
     parsed: ParsedMessage
     report: Bounce | Complaint | None
     attachment_blobs: list[str]
+    auth: AuthResults
 
 
-async def prepare(context: ServiceContext, raw: bytes, envelope_to: Sequence[str]) -> Received:
-    """Parse and write the blobs (before any transaction)."""
+async def prepare(
+    context: ServiceContext, raw: bytes, envelope_to: Sequence[str], *,
+    mail_from: str = "", peer: str | None = None, helo: str | None = None,
+) -> Received:  # fmt: skip
+    """Parse, authenticate and write the blobs (before any transaction)."""
     root = context.settings.data_dir
     raw_blob = await asyncio.to_thread(write_blob, root, raw)
     parsed = await asyncio.to_thread(parse, raw)
     report = await asyncio.to_thread(parse_report, raw, list(envelope_to))
     blobs = [await asyncio.to_thread(write_blob, root, item.content) for item in parsed.attachments]
-    return Received(raw_blob, len(raw), parsed, report, blobs)
+    auth = await authenticate(context.settings, raw, parsed.message, mail_from, peer, helo)
+    return Received(raw_blob, len(raw), parsed, report, blobs, auth)
 
 
 async def store(
@@ -135,7 +141,8 @@ async def store(
             "subject": parsed.subject, "message_id": parsed.message_id,
             "in_reply_to": parsed.in_reply_to, "references": parsed.references,
             "text": parsed.text, "html": parsed.html, "headers": parsed.headers,
-            "spf": None, "dkim": None, "dmarc": None, "size": received.size,
+            "spf": received.auth.spf, "dkim": received.auth.dkim, "dmarc": received.auth.dmarc,
+            "size": received.size,
             "blob": received.raw_blob, "parse_error": parsed.parse_error,
             "kind": kind if about is not None or kind == "auto_reply" else _unrelated(kind),
             "email_id": about, "created_at": now,
