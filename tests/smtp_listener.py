@@ -129,8 +129,8 @@ class CompletingController(Controller):
         return CompletingSMTP(self.handler, **self.SMTP_kwargs)
 
 
-def server_tls_context() -> ssl.SSLContext:
-    """A server context with a fresh self-signed certificate for 127.0.0.1."""
+def write_self_signed(directory: Path) -> tuple[Path, Path]:
+    """A fresh self-signed certificate for 127.0.0.1 and its key, as PEM files."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "sink.test")])
     now = datetime.now(UTC)
@@ -148,16 +148,22 @@ def server_tls_context() -> ssl.SSLContext:
         )
         .sign(key, hashes.SHA256())
     )
-    with tempfile.TemporaryDirectory() as directory:
-        cert_path, key_path = Path(directory, "cert.pem"), Path(directory, "key.pem")
-        cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-        key_path.write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
+    cert_path, key_path = Path(directory, "cert.pem"), Path(directory, "key.pem")
+    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
         )
+    )
+    return cert_path, key_path
+
+
+def server_tls_context() -> ssl.SSLContext:
+    """A server context with a fresh self-signed certificate for 127.0.0.1."""
+    with tempfile.TemporaryDirectory() as directory:
+        cert_path, key_path = write_self_signed(Path(directory))
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert_path, key_path)
     return context

@@ -462,3 +462,25 @@ async def test_replies_received_count_for_the_reply_metric(shop_campaigns: Campa
     assert result["b"]["conversions"] == replied > 0
     assert result["a"]["conversions"] == 0
     assert result["winner"] == "B"
+
+
+async def test_a_campaign_whose_domain_stops_sending_waits_with_its_reason(
+    shop_campaigns: Campaigns,
+) -> None:
+    shop = shop_campaigns
+    await shop.contacts("ann@corp.io")
+    campaign_id = await shop.create()
+    assert (await shop.send(campaign_id, scheduled_at="in 1 hour")).status_code == 200
+    [domain] = (await shop.client.get("/domains", headers=shop.headers)).json()["data"]
+    deleted = await shop.client.delete(f"/domains/{domain['id']}", headers=shop.headers)
+    assert deleted.status_code == 200, deleted.text
+    shop.context.sending_domains.clear()
+    await shop.later(timedelta(hours=1))
+    found = await shop.get(campaign_id)
+    assert found["status"] == "sending"
+    assert found["error"].startswith("Waiting: The shop.io domain is not verified")
+    assert await shop.emails(campaign_id) == []
+    await add_domain(shop.context, shop.tenant.team_id)
+    await shop.later(timedelta(minutes=5))
+    assert len(await shop.emails(campaign_id)) == 1
+    assert (await shop.get(campaign_id))["error"] is None

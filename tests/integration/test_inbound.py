@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from email.message import EmailMessage
 from email.utils import make_msgid
+from pathlib import Path
 
 import aiosmtplib
 import httpx
@@ -34,6 +35,7 @@ from tests.integration.conftest import USER_AGENT, Tenant, Tenants
 from tests.integration.dns_server import DnsServer
 from tests.integration.email_factory import add_email
 from tests.integration.test_auth import assert_error
+from tests.smtp_listener import write_self_signed
 
 
 @dataclass
@@ -318,3 +320,24 @@ async def test_spf_dkim_and_dmarc_results_are_recorded(inbox: Inbox) -> None:
     assert results == [
         ("none", "pass", "pass"), ("none", "fail", "fail"), ("none", "none", "none")
     ]  # fmt: skip
+
+
+async def test_the_listener_offers_starttls_with_a_certificate(
+    inbox: Inbox, tmp_path: Path
+) -> None:
+    cert, key = write_self_signed(tmp_path)
+    settings = inbox.context.settings.model_copy(
+        update={"inbound_tls_cert": str(cert), "inbound_tls_key": str(key)}
+    )
+    context = ServiceContext(settings, inbox.context.database, inbox.context.clock)
+    server, _handler = await inbound.start_listener(context, "127.0.0.1", 0)
+    try:
+        async with aiosmtplib.SMTP(
+            hostname="127.0.0.1", port=server.sockets[0].getsockname()[1], start_tls=True,
+            validate_certs=False,
+        ) as smtp:  # fmt: skip
+            assert smtp.get_transport_info("sslcontext") is not None
+            await smtp.send_message(letter(), sender="ann@corp.io", recipients=["hello@shop.io"])
+    finally:
+        server.close()
+    assert len(await inbox.rows()) == 1

@@ -44,6 +44,7 @@ from mailbridge.storage.tables import Campaign, CampaignRecipient, Contact, Team
 from mailbridge.storage.types import new_id
 
 EMAIL_CHUNK = 500
+RETRY_AFTER = timedelta(minutes=5)  # a step refused by a check that no longer holds
 _CHILD_IDS = uuid.UUID("8a0c6d2e-5b7f-4f0e-9a51-3c2d9e7b1f40")
 
 
@@ -104,7 +105,16 @@ async def advance(context: ServiceContext, campaign_id: str, owner: str) -> bool
         if step is None:
             campaign.due_at = None  # nothing left to do
         elif campaign.due_at is not None and campaign.due_at <= now:
-            created = await step(session, context, campaign, now)
+            try:
+                created = await step(session, context, campaign, now)
+            except ApiError as refusal:
+                # What the send checked no longer holds (the domain stopped being
+                # verified, the template was deleted): nothing of this step is kept,
+                # and it is tried again later, the reason on the record.
+                await session.rollback()
+                await _postpone(context, campaign_id, owner, refusal.message, now)
+                return False
+            campaign.last_error = None
         again = campaign.due_at is not None and campaign.due_at <= now
         if again:
             campaign.lease_until = now + timedelta(seconds=context.settings.campaign_lease_seconds)
@@ -115,6 +125,23 @@ async def advance(context: ServiceContext, campaign_id: str, owner: str) -> bool
     if created:
         context.work_added("delivery", "activity")
     return again
+
+
+async def _postpone(
+    context: ServiceContext, campaign_id: str, owner: str, reason: str, now: datetime
+) -> None:
+    waiting = {
+        "last_error": f"Waiting: {reason}", "due_at": now + RETRY_AFTER, "lease_owner": None,
+        "lease_until": None, "updated_at": now,
+    }  # fmt: skip
+    async with context.database.session() as session:
+        await session.execute(
+            update(Campaign)
+            .where(Campaign.id == campaign_id, Campaign.lease_owner == owner)
+            .values(**waiting)
+            .execution_options(synchronize_session=False)
+        )
+        await session.commit()
 
 
 # --- the steps --------------------------------------------------------------------------
