@@ -364,19 +364,24 @@ def _original_in_text(message: Message) -> Message | None:
 # The report
 
 
-def parse_report(raw: bytes, envelope_recipients: Sequence[str] = ()) -> Bounce | Complaint | None:
+def parse_report(
+    raw: bytes, envelope_recipients: Sequence[str] = (), message: EmailMessage | None = None
+) -> Bounce | Complaint | None:
     """The bounce or complaint ``raw`` reports, else ``None``; never raises.
 
     ``envelope_recipients``: the RCPT TO addresses the message was accepted for (a VERP address
-    among them names the original email most reliably)."""
+    among them names the original email most reliably). ``message``: ``raw`` already parsed
+    with ``policy.default`` (it is not parsed again)."""
     try:
-        return _parse_report(bytes(raw), envelope_recipients)
+        return _parse_report(bytes(raw), envelope_recipients, message)
     except Exception:  # hostile or broken input: no fact rather than an error
         return None
 
 
-def _parse_report(raw: bytes, envelope_recipients: Sequence[str]) -> Bounce | Complaint | None:
-    message = _parse(raw)
+def _parse_report(
+    raw: bytes, envelope_recipients: Sequence[str], parsed: EmailMessage | None
+) -> Bounce | Complaint | None:
+    message = parsed if parsed is not None else _parse(raw)
     feedback = _find(message, (_FEEDBACK_TYPE,))
     if feedback is not None:
         return _complaint(message, feedback, envelope_recipients)

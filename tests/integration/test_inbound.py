@@ -341,3 +341,11 @@ async def test_the_listener_offers_starttls_with_a_certificate(
     finally:
         server.close()
     assert len(await inbox.rows()) == 1
+
+
+async def test_the_same_message_sent_again_is_stored_once(inbox: Inbox) -> None:
+    raw = letter().as_bytes()
+    await inbox.deliver(raw, "hello@shop.io")
+    await inbox.deliver(raw, "hello@shop.io")  # a sender that never heard the first 250
+    assert len(await inbox.rows()) == 1
+    assert len(await inbox.activity("email.received")) == 1

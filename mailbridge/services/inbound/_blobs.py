@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import uuid
 from pathlib import Path
 
 
@@ -25,7 +26,8 @@ def write_blob(root: Path, data: bytes) -> str:
     if path.exists():
         return name
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{name}.{os.getpid()}.tmp")
+    # Unique to this write: two messages carrying the same attachment may store it at once.
+    temporary = path.with_name(f".{name}.{uuid.uuid4().hex}.tmp")
     with temporary.open("wb") as handle:
         handle.write(data)
         handle.flush()

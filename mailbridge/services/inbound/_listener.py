@@ -17,7 +17,8 @@ from aiosmtpd.smtp import SMTP, Envelope, Session
 
 from mailbridge.errors import DailyQuotaExceeded, MonthlyQuotaExceeded
 from mailbridge.services.context import ServiceContext
-from mailbridge.services.inbound._receiving import Route, fits_quota, prepare, route, store
+from mailbridge.services.inbound._receiving import Route, fits_quota, prepare, route
+from mailbridge.services.inbound._writer import InboundWriter
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +29,7 @@ class InboundHandler:
     def __init__(self, context: ServiceContext) -> None:
         self.context = context
         self.stored = 0
+        self.writer = InboundWriter(context)  # one commit for many conversations
 
     async def handle_RCPT(
         self, server: SMTP, session: Session, envelope: Envelope, address: str,
@@ -59,9 +61,7 @@ class InboundHandler:
                 self.context, raw, envelope.rcpt_tos, mail_from=envelope.mail_from or "",
                 peer=peer, helo=session.host_name,
             )  # fmt: skip
-            async with self.context.database.session() as db:
-                await store(db, self.context, envelope.mail_from or "", routes, received)
-                await db.commit()
+            await self.writer.store(envelope.mail_from or "", routes, received)
         except (DailyQuotaExceeded, MonthlyQuotaExceeded):
             return "452 4.2.2 The recipient's quota is used up; try again later"
         except Exception:

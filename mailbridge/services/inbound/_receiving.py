@@ -106,7 +106,7 @@ async def prepare(
     root = context.settings.data_dir
     raw_blob = await asyncio.to_thread(write_blob, root, raw)
     parsed = await asyncio.to_thread(parse, raw)
-    report = await asyncio.to_thread(parse_report, raw, list(envelope_to))
+    report = await asyncio.to_thread(parse_report, raw, list(envelope_to), parsed.message)
     blobs = [await asyncio.to_thread(write_blob, root, item.content) for item in parsed.attachments]
     auth = await authenticate(context.settings, raw, parsed.message, mail_from, peer, helo)
     return Received(raw_blob, len(raw), parsed, report, blobs, auth)
@@ -124,13 +124,32 @@ async def store(
     for item in routes:
         teams.setdefault(item.team_id, []).append(item)
     await lock_teams(session, teams)
+    # The same bytes again for a team: a sender that never heard the 250 (the listener
+    # was killed after the commit) and sent it again. Stored once; answered 250 again.
+    ids = list(
+        (
+            await session.scalars(
+                select(ReceivedEmail.id).where(
+                    ReceivedEmail.team_id.in_(list(teams)), ReceivedEmail.blob == received.raw_blob
+                )
+            )
+        ).all()
+    )
+    if ids:
+        stored_for = set(
+            (
+                await session.scalars(
+                    select(ReceivedEmail.team_id).where(ReceivedEmail.id.in_(ids))
+                )
+            ).all()
+        )
+        teams = {team: found for team, found in teams.items() if team not in stored_for}
     ledger = await QuotaLedger.load(session, now, teams)
     for team_id in teams:
         ledger.charge(team_id, 1)
     await ledger.store(session)
     parsed, report = received.parsed, received.report
     kind = _kind(parsed, report)
-    ids = []
     for team_id, team_routes in teams.items():
         received_id = new_id()
         about = await _about(session, context, team_id, team_routes, received_id, parsed, report)

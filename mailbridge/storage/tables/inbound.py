@@ -18,7 +18,11 @@ class ReceivedEmail(Base):
     to its mail: ``kind``, with the ``email_id`` of the email it is about)."""
 
     __tablename__ = "received_emails"
-    __table_args__ = (Index("ix_received_emails_team_created", "team_id", "created_at", "id"),)
+    __table_args__ = (
+        Index("ix_received_emails_team_created", "team_id", "created_at", "id"),
+        # A message is stored once a team: the same bytes again are a sender's retry.
+        Index("uq_received_emails_team_blob", "team_id", "blob", unique=True),
+    )
 
     id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True, default=new_id)
     team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
