@@ -22,7 +22,7 @@ from mailbridge.clock import isoformat_ms
 from mailbridge.errors import NotFound, ValidationError
 from mailbridge.mail.signed_links import RECEIVED_ATTACHMENT, RECEIVED_RAW, received_url
 from mailbridge.services.inbound._blobs import read_blob
-from mailbridge.storage.pagination import DEFAULT_LIMIT, MAX_LIMIT, Page, PageRequest, paginate
+from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.queries import get_owned
 from mailbridge.storage.tables import ReceivedAttachment, ReceivedEmail
 
@@ -35,7 +35,6 @@ def receiving_page(limit: str | None, after: str | None, before: str | None) -> 
     page = PageRequest.parse(limit, after, before)
     if limit is None:
         return PageRequest(limit=UNPAGED_LIMIT, after=page.after, before=page.before)
-    assert DEFAULT_LIMIT <= MAX_LIMIT
     return page
 
 
