@@ -20,8 +20,10 @@ run: install
 	$(MAILBRIDGE) bootstrap
 	$(MAILBRIDGE) serve
 
+# Two workers, each taking whole test files (a file's module-scoped servers start once);
+# tests that share something machine-wide (Redis databases, ports) key it by worker.
 test: install lint types
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadfile
 
 lint: install
 	$(BIN)/ruff check .

@@ -1,16 +1,18 @@
 """Inbound mail over SMTP into ``mailbridge inbound``, on SQLite: messages/s stored.
 
-    .venv/bin/python -m bench.inbound [--messages 3000] [--clients 20]
+    .venv/bin/python -m bench.inbound [--messages 3000] [--clients 20] [--processes 1 2]
 
 A fresh SQLite database with a team (plan "unlimited") and a verified receiving
-domain; ``mailbridge inbound --listen 127.0.0.1:<port>`` in a process of its own, as
-an operator runs it. 20 aiosmtplib clients, one persistent connection each, send the
-messages (~10 KB: a text part and a small PDF attachment, each to its own address of
-the domain). DNS (the DKIM/DMARC lookups the listener makes) is a local server
-(``tests.integration.dns_server``) publishing the sender domain's DMARC record: what a
-caching resolver next to the listener answers, and no network in the figures.
+domain; ``mailbridge inbound --listen 127.0.0.1:<port> --processes N`` as an operator
+runs it, once with one process and once with one per core (N processes on one socket:
+each one event loop is the limit of one). 20 aiosmtplib clients, one persistent
+connection each, send the messages (~10 KB: a text part and a small PDF attachment,
+each to its own address of the domain). DNS (the DKIM/DMARC lookups the listener
+makes) is a local server (``tests.integration.dns_server``) publishing the sender
+domain's DMARC record: what a caching resolver next to the listener answers, and no
+network in the figures.
 Printed: messages/s from the first send to the last 250 — each 250 means stored
-(blobs fsynced, rows committed) — after checking there is one row a message.
+(raw blobs fsynced, rows committed) — after checking there is one row a message.
 Targets: >= 500 messages/s, and >= 30 % of the baseline.
 
 The baseline, measured in the same run with the same clients and messages: a bare
@@ -124,19 +126,21 @@ async def _stored(database: Database) -> int:
         return int(await session.scalar(select(func.count()).select_from(ReceivedEmail)) or 0)
 
 
-async def measure_mailbridge(batch: list[tuple[str, bytes]], clients: int) -> float:
-    """messages/s into ``mailbridge inbound`` on a fresh SQLite database."""
+async def measure_mailbridge(
+    batch: list[tuple[str, bytes]], clients: int, processes: int = 1
+) -> float:
+    """messages/s into ``mailbridge inbound --processes N`` on a fresh SQLite database."""
     dns_server = ThreadedDnsServer()
     dns_server.zone.add_txt(f"_dmarc.{SENDER.partition('@')[2]}", "v=DMARC1; p=none")
     dns_server.start()
     try:
-        return await _measure_mailbridge(batch, clients, dns_server.address)
+        return await _measure_mailbridge(batch, clients, dns_server.address, processes)
     finally:
         dns_server.stop()
 
 
 async def _measure_mailbridge(
-    batch: list[tuple[str, bytes]], clients: int, nameserver: str
+    batch: list[tuple[str, bytes]], clients: int, nameserver: str, processes: int
 ) -> float:
     with tempfile.TemporaryDirectory() as folder:
         settings = Settings(data_dir=Path(folder))
@@ -151,7 +155,8 @@ async def _measure_mailbridge(
             }
             port = free_port()
             listener = subprocess.Popen(
-                [sys.executable, "-m", "mailbridge", "inbound", "--listen", f"127.0.0.1:{port}"],
+                [sys.executable, "-m", "mailbridge", "inbound", "--listen", f"127.0.0.1:{port}",
+                 "--processes", str(processes)],
                 env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
             try:
@@ -181,33 +186,48 @@ async def measure_sink(batch: list[tuple[str, bytes]], clients: int) -> float:
     return len(batch) / elapsed
 
 
-async def measure(count: int, clients: int) -> tuple[float, float, float]:
-    """mailbridge messages/s, the baseline's, and the average message size in bytes."""
+async def measure(
+    count: int, clients: int, processes: list[int]
+) -> tuple[list[float], float, float]:
+    """mailbridge's messages/s for each process count, the baseline's, and the average
+    message size in bytes."""
     batch = messages(count)
     size = sum(len(content) for _recipient, content in batch) / count
-    rate = await measure_mailbridge(batch, clients)
+    rates = [await measure_mailbridge(batch, clients, each) for each in processes]
     baseline = await measure_sink(batch, clients)
-    return rate, baseline, size
+    return rates, baseline, size
 
 
-def report(count: int, clients: int, rate: float, baseline: float, size: float) -> str:
-    return "\n".join([
+def report(
+    count: int, clients: int, processes: list[int], rates: list[float], baseline: float,
+    size: float,
+) -> str:  # fmt: skip
+    lines = [
         f"inbound SMTP, {count:,} messages of {size / 1024:.1f} KB, {clients} persistent "
         "aiosmtplib clients:",
-        f"  mailbridge inbound (SQLite, stored before 250): {rate:7.0f} messages/s",
-        f"  baseline, bare aiosmtpd sink (counts only):     {baseline:7.0f} messages/s",
-        f"  mailbridge/baseline: {rate / baseline:.0%}",
-        f"  targets: >= {TARGET_RATE} messages/s; >= {TARGET_SHARE:.0%} of the baseline",
-    ])  # fmt: skip
+    ]
+    for each, rate in zip(processes, rates, strict=True):
+        label = f"mailbridge inbound --processes {each} (SQLite, stored before 250):"
+        lines.append(f"  {label:<60}{rate:7.0f} messages/s  ({rate / baseline:.0%} of baseline)")
+    label = "baseline, bare aiosmtpd sink (one process, counts only):"
+    lines.append(f"  {label:<60}{baseline:7.0f} messages/s")
+    lines.append(f"  targets: >= {TARGET_RATE} messages/s; >= {TARGET_SHARE:.0%} of the baseline")
+    return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--messages", type=int, default=3_000)
     parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument(
+        "--processes", type=int, nargs="+", default=sorted({1, os.cpu_count() or 1}),
+        help="listener process counts to measure (default: 1 and one per core)",
+    )  # fmt: skip
     arguments = parser.parse_args()
-    rate, baseline, size = asyncio.run(measure(arguments.messages, arguments.clients))
-    print(report(arguments.messages, arguments.clients, rate, baseline, size))
+    rates, baseline, size = asyncio.run(
+        measure(arguments.messages, arguments.clients, arguments.processes)
+    )
+    print(report(arguments.messages, arguments.clients, arguments.processes, rates, baseline, size))
 
 
 if __name__ == "__main__":

@@ -80,9 +80,11 @@ SHIPPED = HAND_WRITTEN
 
 def prepare(env: dict[str, str]) -> str:
     """A team on the pro plan with a verified domain; the key's token."""
-    mailbridge("teams", "create", "--name", "bench", "--plan", "pro", env=env)
-    mailbridge("domains", "add", "shop.io", "--verified", env=env)
-    return str(json.loads(mailbridge("keys", "create", "--name", "bench", env=env))["token"])
+    mailbridge("admin", "teams", "create", "--name", "bench", "--plan", "pro", env=env)
+    mailbridge("admin", "domains", "add", "shop.io", "--verified", env=env)
+    return str(
+        json.loads(mailbridge("admin", "keys", "create", "--name", "bench", env=env))["token"]
+    )
 
 
 def body(number: int) -> bytes:

@@ -34,17 +34,22 @@ class MinimalReceiver(asyncio.Protocol):
             end = self.buffer.find(b"\r\n\r\n")
             if end == -1:
                 return
+            head = self.buffer[:end]
             length = 0
-            for line in self.buffer[:end].split(b"\r\n")[1:]:
+            for line in head.split(b"\r\n")[1:]:
                 name, _, value = line.partition(b":")
                 if name.strip().lower() == b"content-length":
                     length = int(value)
             if len(self.buffer) < end + 4 + length:
                 return
             self.buffer = self.buffer[end + 4 + length :]
-            self.counter.value += 1  # one process, one thread: no lock needed
+            self.answered(head)
             assert self.transport is not None
             self.transport.write(ANSWER)
+
+    def answered(self, head: bytes) -> None:
+        """One request read whole (``head``: its request line and headers)."""
+        self.counter.value += 1  # one process, one thread: no lock needed
 
 
 def _serve(port: int, counter: Synchronized[int], ready: Any) -> None:

@@ -1,3 +1,3 @@
-from mailbridge.cli.main import main
+from mailbridge.cli.entry import main
 
 main()

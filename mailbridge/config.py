@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -20,15 +21,27 @@ class Settings(BaseSettings):
         default=None, description="PostgreSQL schema to use (search_path); unset means public"
     )
     redis_url: str | None = None
+    metrics_token: str | None = Field(
+        default=None,
+        description="GET /metrics needs it as a bearer token; unset: loopback callers only",
+    )
     smtp_url: str | None = None
     test_domain: str = "simulator.mailbridge.dev"
     dns_nameserver: str | None = None
     send_rate_limit: str = "60/minute"
+    rate_limit_fail_open: bool = Field(
+        default=True,
+        description="Redis out of reach: allow sends unlimited (true) or refuse them with 503 "
+        "service_unavailable (false); either way one warning an outage",
+    )
     webhook_allow_private: bool = False
 
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "info"
+    log_format: Literal["text", "json"] = Field(
+        default="text", description="json: one JSON object a line (mailbridge.cli.log_lines)"
+    )
     request_log_retention_days: int = 30
     runner_poll_interval: float = Field(default=0.25, gt=0, le=0.25)
     public_url: str = Field(

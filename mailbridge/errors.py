@@ -40,7 +40,8 @@
         ├── ContactsTimeout              503 contacts_timeout
         ├── BatchIncomplete              503 batch_incomplete (with an Idempotency-Key)
         ├── SendingServiceUnavailable    503 sending_service_unavailable
-        └── SendingConfigurationUnavailable 503 sending_configuration_unavailable
+        ├── SendingConfigurationUnavailable 503 sending_configuration_unavailable
+        └── ServiceUnavailable           503 service_unavailable (database or Redis out of reach)
 
 An ``ApiError`` becomes the envelope ``{statusCode, name, message}`` (plus any
 ``extra`` fields) and its ``headers`` (``retry-after`` and the like).
@@ -140,6 +141,13 @@ class DashboardOnly(ApiError):
 class ViewOnlyMember(ApiError):
     status_code, name = 403, "view_only_member"
     default_message = "View-only members may read but not create, change, delete or send."
+
+
+class RoleTooLow(ApiError):
+    """A member whose role does not reach the change (an admin touching an owner)."""
+
+    status_code, name = 403, "validation_error"
+    default_message = "Your role does not allow this change."
 
 
 class ReputationPaused(ApiError):
@@ -311,3 +319,23 @@ class SendingServiceUnavailable(_RetryLater):
 class SendingConfigurationUnavailable(_RetryLater):
     status_code, name = 503, "sending_configuration_unavailable"
     default_message = "Service configuration is briefly out of step; nothing was sent."
+
+
+class ServiceUnavailable(_RetryLater):
+    """DESIGN §6: an outage of PostgreSQL (or SQLite locked past its timeout) or of Redis."""
+
+    status_code, name = 503, "service_unavailable"
+    default_message = (
+        "A store this service depends on is unreachable just now. Retry after `retry-after` "
+        "seconds (a send with the same Idempotency-Key is never sent twice)."
+    )
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        retry_after: int = 2,  # a PostgreSQL restart or a Redis failover takes seconds
+        headers: dict[str, str] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message, retry_after=retry_after, headers=headers, extra=extra)

@@ -9,13 +9,20 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, suppress
 
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 from fastapi.telemetry import TelemetryConfig
 
-from mailbridge import __version__
+from mailbridge import __version__, dashboard
+from mailbridge.api import openapi
 from mailbridge.api.body_guard import BodyGuard
 from mailbridge.api.envelope import install_error_handlers
+from mailbridge.api.included_routes import include
+from mailbridge.api.literal_segments import LiteralPaths, literal_paths
+from mailbridge.api.metrics import HttpMetrics
+from mailbridge.api.metrics import router as metrics_router
 from mailbridge.api.middleware import ApiMiddleware
 from mailbridge.api.rate_limit import RateCounters, SendRateLimit
+from mailbridge.api.request_ids import RequestIds
 from mailbridge.api.routers import (
     api_keys,
     audiences,
@@ -31,6 +38,8 @@ from mailbridge.api.routers import (
     events,
     health,
     logs,
+    members,
+    polls,
     receiving,
     segments,
     suppressions,
@@ -55,6 +64,7 @@ ROUTERS = (
     event_intake.router,
     health.router,
     api_keys.router,
+    members.router,
     logs.router,
     domains.router,
     audiences.router,
@@ -63,6 +73,7 @@ ROUTERS = (
     segments.router,
     topics.router,
     templates.router,
+    polls.router,
     automations.router,
     campaigns.router,
     broadcasts.router,
@@ -159,10 +170,19 @@ def create_app(
     app.state.email_writer = email_writer
     install_error_handlers(app)
     for router in ROUTERS:
-        app.include_router(router)
+        include(app, router, with_errors=True)
+    for pages in dashboard.PAGES:
+        include(app, pages.router, prefix=dashboard.PREFIX, include_in_schema=False)
+    dashboard.install(app)
+    include(app, metrics_router)
+    openapi.install(app)
     if context.settings.bench_send_shortcut:
         app.add_middleware(SendPath, context=context, writer=email_writer)
+    api_routes = (r for router in ROUTERS for r in router.routes if isinstance(r, APIRoute))
+    app.add_middleware(LiteralPaths, paths=literal_paths(api_routes))
     app.add_middleware(BodyGuard, max_body_bytes=context.settings.max_body_bytes)
     app.add_middleware(SendRateLimit, counters=rate_counters)
     app.add_middleware(ApiMiddleware, context=context, log_sink=log_sink)
+    app.add_middleware(RequestIds)  # around ApiMiddleware: its lines carry the id
+    app.add_middleware(HttpMetrics, routes=app.router.routes)  # outermost: times all
     return app

@@ -6,11 +6,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated
 
 from fastapi import Depends, Query, Request
+from pydantic import WithJsonSchema
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.services.accounts import Action, Principal, RequestLogSink
 from mailbridge.services.context import ServiceContext
-from mailbridge.storage.pagination import PageRequest
+from mailbridge.storage.pagination import MAX_LIMIT, PageRequest
 
 # Every dependency here is ``async``: FastAPI runs plain ``def`` dependencies in a
 # thread pool, a cost the send path cannot afford on every request.
@@ -40,11 +41,32 @@ def authorized(action: Action) -> Callable[[Request], Awaitable[Principal]]:
     return dependency
 
 
+# A cursor is the id of an object of the list: a UUID, or a number (webhooks). Declared
+# only; a malformed one is refused by the pagination in the spec's words.
+CURSOR_PATTERN = (
+    "^(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|[0-9]{1,18})$"
+)
+CursorQuery = Annotated[
+    str | None, Query(min_length=1, max_length=100, json_schema_extra={"pattern": CURSOR_PATTERN})
+]
+
+
+# ``limit`` is declared what it is, an integer from 1 to 100, but read as text: pydantic's
+# lax integers would take `5_0`, `+5` or ` 5`, which the spec's ASCII digits refuse.
+LimitQuery = Annotated[
+    str | None,
+    WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}),
+    Query(),
+]
+
+
 async def get_page(
-    limit: Annotated[str | None, Query()] = None,
-    after: Annotated[str | None, Query()] = None,
-    before: Annotated[str | None, Query()] = None,
+    limit: LimitQuery = None,
+    after: CursorQuery = None,
+    before: CursorQuery = None,
 ) -> PageRequest:
+    """A bad ``limit`` is told in the spec's words; ``after`` and ``before`` together are
+    refused too (spec §8.3; OpenAPI cannot say it)."""
     return PageRequest.parse(limit, after, before)
 
 
@@ -56,3 +78,4 @@ Reader = Annotated[Principal, Depends(authorized(Action.READ))]
 Writer = Annotated[Principal, Depends(authorized(Action.WRITE))]
 Sender = Annotated[Principal, Depends(authorized(Action.SEND))]
 DashboardUser = Annotated[Principal, Depends(authorized(Action.DASHBOARD))]
+DashboardReader = Annotated[Principal, Depends(authorized(Action.DASHBOARD_READ))]

@@ -14,7 +14,9 @@ import time
 from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from structlog.contextvars import bind_contextvars
 
+from mailbridge.api.outages import unavailable_error
 from mailbridge.errors import ApiError, ApplicationError, MissingUserAgent
 from mailbridge.services.accounts import (
     CapturedBody,
@@ -28,9 +30,11 @@ from mailbridge.services.context import ServiceContext
 
 logger = logging.getLogger(__name__)
 
-PUBLIC_PATHS = frozenset({"/health", "/openapi.json"})
-# Signed links in sent mail (tracking, unsubscribe, downloads): their token is the key.
-PUBLIC_PREFIXES = ("/t/",)
+PUBLIC_PATHS = frozenset({"/health", "/ready", "/openapi.json", "/metrics"})  # metrics: own check
+# Signed links in sent mail (tracking, unsubscribe, downloads, poll votes): their token
+# is the key.
+# The dashboard signs its members in with a cookie of its own (mailbridge.dashboard).
+PUBLIC_PREFIXES = ("/t/", "/polls/vote/", "/dashboard")
 CAPTURE_LIMIT = 64 * 1024
 
 
@@ -94,7 +98,14 @@ class ApiMiddleware:
         except ApiError as error:
             await send_error(send, error)
             return
+        except Exception as exc:
+            unavailable = unavailable_error(exc, "authentication")
+            if unavailable is None:
+                raise
+            await send_error(send, unavailable)
+            return
         scope.setdefault("state", {})["principal"] = principal
+        bind_contextvars(team_id=principal.team_id)  # unbound by RequestIds
         exchange = _Exchange()
 
         async def receive_and_capture() -> Message:
@@ -112,11 +123,14 @@ class ApiMiddleware:
 
         try:
             await self.app(scope, receive_and_capture, send_and_capture)
-        except Exception:
-            logger.exception("unhandled error on %s %s", scope["method"], scope["path"])
+        except Exception as exc:
+            where = f"{scope['method']} {scope['path']}"
+            unavailable = unavailable_error(exc, where)
+            if unavailable is None:
+                logger.exception("unhandled error on %s", where)
             if exchange.started:
                 raise
-            await send_error(send_and_capture, ApplicationError())
+            await send_error(send_and_capture, unavailable or ApplicationError())
         finally:
             self._record(scope, principal, started, exchange)
 

@@ -1,4 +1,9 @@
-"""The ``mailbridge`` command line."""
+"""The ``mailbridge`` command line.
+
+The server's parts (the app, the runner, the listener, uvicorn) are imported by the
+commands that run them: an operator command (``admin keys create``) then starts in half
+the time.
+"""
 
 from __future__ import annotations
 
@@ -6,29 +11,22 @@ import asyncio
 import contextlib
 import ctypes
 import gc
-import json
-import logging
+import secrets
 import signal
+import socket
 import sys
 from types import FrameType
 from typing import Annotated
 
 import typer
-import uvicorn
 
-# typer vendors its own click; its usage errors are only reachable here.
-from typer._click import exceptions as click_errors
-
-from mailbridge.api.app import create_app
-from mailbridge.cli import operator
+from mailbridge.cli import client, operator
 from mailbridge.cli.domains import domains_app
+from mailbridge.cli.log_lines import configure as configure_log_lines
 from mailbridge.cli.output import run
 from mailbridge.cli.webhooks import webhooks_app
 from mailbridge.config import Settings
-from mailbridge.runner import Runner
-from mailbridge.runner.signals import stop_on_signals
 from mailbridge.services import accounts
-from mailbridge.services import inbound as inbound_service
 from mailbridge.services.context import ServiceContext
 from mailbridge.storage.migrate import upgrade
 
@@ -39,21 +37,24 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(operator.db_app, name="db")
-app.add_typer(operator.teams_app, name="teams")
-app.add_typer(operator.keys_app, name="keys")
-app.add_typer(operator.members_app, name="members")
-app.add_typer(domains_app, name="domains")
-app.add_typer(webhooks_app, name="webhooks")
+admin_app = typer.Typer(
+    help="Operator commands: they open the database directly (no API key).",
+    no_args_is_help=True,
+)
+admin_app.add_typer(operator.teams_app, name="teams")
+admin_app.add_typer(operator.keys_app, name="keys")
+admin_app.add_typer(operator.members_app, name="members")
+admin_app.add_typer(domains_app, name="domains")
+admin_app.add_typer(webhooks_app, name="webhooks")
+app.add_typer(admin_app, name="admin")
+client.register(app)
 
 HostOption = Annotated[str | None, typer.Option("--host", help="bind address")]
 PortOption = Annotated[int | None, typer.Option("--port", help="TCP port")]
 
 
 def _configure_logging(settings: Settings) -> None:
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_log_lines(settings)  # text or JSON lines, secrets masked (MAILBRIDGE_LOG_FORMAT)
 
 
 def _settle_heap() -> None:
@@ -114,6 +115,10 @@ def _graceful_exit(_signum: int, _frame: FrameType | None) -> None:
 
 
 def _serve_http(settings: Settings, host: str | None, port: int | None, with_runner: bool) -> None:
+    import uvicorn
+
+    from mailbridge.api.app import create_app
+
     _configure_logging(settings)
     upgrade(settings.resolved_database_url, settings.database_schema)
     application = create_app(settings, with_runner=with_runner)
@@ -122,6 +127,7 @@ def _serve_http(settings: Settings, host: str | None, port: int | None, with_run
         host=host or settings.host,
         port=port if port is not None else settings.port,
         log_level=settings.log_level,
+        log_config=None,  # uvicorn's loggers, access log included, go to the root's handler
         # Above info the access lines are dropped anyway, after being formatted per request.
         access_log=settings.log_level.lower() in ("trace", "debug", "info"),
         lifespan="on",
@@ -150,6 +156,8 @@ def api(host: HostOption = None, port: PortOption = None) -> None:
 @app.command()
 def runner() -> None:
     """The runner alone: claims due work and runs the periodic ticks until SIGTERM."""
+    from mailbridge.runner import Runner
+
     settings = Settings()
     _configure_logging(settings)
     upgrade(settings.resolved_database_url, settings.database_schema)
@@ -171,22 +179,31 @@ def inbound(
     listen: Annotated[
         str | None, typer.Option("--listen", help="host:port (default MAILBRIDGE_INBOUND_SMTP)")
     ] = None,
+    processes: Annotated[
+        int, typer.Option("--processes", min=1, max=64, help="processes sharing the port")
+    ] = 1,
 ) -> None:
     """The SMTP listener alone: receives mail for receiving domains, bounces, complaints
-    and replies, until SIGTERM (run any number over PostgreSQL)."""
+    and replies, until SIGTERM (run any number over PostgreSQL). ``--processes N``: N
+    listeners on one socket, one per core (each one event loop is its limit)."""
+    from mailbridge.cli.processes import run_forked
+    from mailbridge.runner.signals import stop_on_signals
+    from mailbridge.services import inbound as inbound_service
+
     settings = Settings()
     _configure_logging(settings)
     upgrade(settings.resolved_database_url, settings.database_schema)
     where = inbound_service.parse_listen_address(listen or settings.inbound_smtp)
     if where is None:
         raise typer.BadParameter("the listener is off (MAILBRIDGE_INBOUND_SMTP=off)")
+    listening = socket.create_server(where, backlog=1024)
     _settle_heap()
 
     async def main() -> None:
         context = ServiceContext.from_settings(settings)
         stop = asyncio.Event()
         try:
-            server, _handler = await inbound_service.start_listener(context, *where)
+            server, _handler = await inbound_service.start_listener(context, sock=listening)
             with stop_on_signals(stop.set):
                 await stop.wait()
             server.close()
@@ -196,8 +213,14 @@ def inbound(
         finally:
             await context.database.dispose()
 
-    with event_loop_runner() as loop_runner:
-        loop_runner.run(main())
+    def listen_until_stopped() -> None:
+        with event_loop_runner() as loop_runner:
+            loop_runner.run(main())
+
+    run_forked(processes, listen_until_stopped)
+
+
+FIRST_OWNER = "owner@localhost"  # bootstrap's dashboard sign-in
 
 
 @app.command()
@@ -210,6 +233,8 @@ def bootstrap(
     upgrade(settings.resolved_database_url, settings.database_schema)
     base = f"http://{host or settings.host}:{port if port is not None else settings.port}"
 
+    password = secrets.token_urlsafe(12)
+
     async def main() -> str | None:
         context = ServiceContext.from_settings(settings)
         try:
@@ -220,6 +245,10 @@ def bootstrap(
                 _key, token = await accounts.create_api_key(
                     session, context.clock, team.id, "first key"
                 )
+                await accounts.add_team_member(
+                    session, context.clock, team, FIRST_OWNER, accounts.Role.OWNER,
+                    await accounts.hash_password(password),
+                )  # fmt: skip
                 return token
         finally:
             await context.database.dispose()
@@ -228,34 +257,24 @@ def bootstrap(
     if token is None:
         typer.echo(
             "mailbridge: the database has a team already. A new key: "
-            "`.venv/bin/mailbridge keys create --name NAME`"
+            "`.venv/bin/mailbridge admin keys create --name NAME`"
         )
         return
     typer.echo(
         "\nmailbridge: created team 'default' and its first API key (shown only now):\n\n"
         f"    {token}\n\n"
+        f"The dashboard: {base}/dashboard — sign in as {FIRST_OWNER} with the password\n\n"
+        f"    {password}\n\n"
+        "(shown only now; invite people from the Members page).\n\n"
         "Try it once the server is up:\n\n"
-        f'    curl -s -H "Authorization: Bearer {token}" {base}/api-keys\n'
+        f'    curl -s -H "Authorization: Bearer {token}" {base}/api-keys\n\n'
+        "or with the command-line tool (README: The command-line tool):\n\n"
+        f"    .venv/bin/mailbridge login --base-url {base}\n"
+        "    .venv/bin/mailbridge doctor\n"
     )
 
 
-def main() -> None:
-    """Run the CLI; rejected flags answer the ``cli_error`` object on stderr with exit 1."""
-    try:
-        code = app(standalone_mode=False)
-    except click_errors.NoArgsIsHelpError as exc:
-        typer.echo(exc.ctx.get_help() if exc.ctx else str(exc))
-        code = 0
-    except click_errors.UsageError as exc:
-        sys.stderr.write(
-            json.dumps({"statusCode": None, "name": "cli_error", "message": exc.format_message()})
-            + "\n"
-        )
-        code = 1
-    except typer.Abort:
-        code = 1
-    sys.exit(code if isinstance(code, int) else 0)
-
-
 if __name__ == "__main__":
+    from mailbridge.cli.entry import main
+
     main()

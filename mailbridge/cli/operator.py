@@ -139,12 +139,26 @@ def members_add(
     email: Annotated[str, typer.Option("--email")],
     role: Annotated[Role, typer.Option("--role", help="owner, admin or view_only")],
     team: TeamOption = None,
+    password: Annotated[
+        str | None,
+        typer.Option(
+            "--password",
+            help="the dashboard sign-in password (10 characters or more); "
+            "pass --password - to type it at a hidden prompt",
+        ),
+    ] = None,
 ) -> None:
-    """Add a member and print a session token for them (the dashboard's credential)."""
+    """Add a member and print a session token for them (the API's member credential);
+    with --password they also sign in to the dashboard."""
+    if password == "-":
+        password = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
 
     async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
         owner = await accounts.resolve_team(session, team)
-        member, token = await accounts.add_team_member(session, context.clock, owner, email, role)
+        hashed = await accounts.hash_password(password) if password is not None else None
+        member, token = await accounts.add_team_member(
+            session, context.clock, owner, email, role, hashed
+        )
         return {
             "object": "member",
             "id": member.id,
@@ -153,5 +167,26 @@ def members_add(
             "role": member.role,
             "session_token": token,
         }
+
+    emit(with_session(action))
+
+
+@members_app.command("password")
+def members_password(
+    email: Annotated[str, typer.Option("--email")],
+    team: TeamOption = None,
+    password: Annotated[
+        str, typer.Option("--password", help="the new password; - to type it at a hidden prompt")
+    ] = "-",
+) -> None:
+    """Set a member's dashboard password (a forgotten one, or a member added without)."""
+    if password == "-":
+        password = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+
+    async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
+        owner = await accounts.resolve_team(session, team)
+        member = await accounts.member_by_email(session, owner.id, email)
+        await accounts.set_password(session, member, password)
+        return {"object": "member", "id": member.id, "email": member.email, "password": "set"}
 
     emit(with_session(action))

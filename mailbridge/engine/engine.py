@@ -178,7 +178,7 @@ class Engine:
             except Exception as error:
                 if not claimed:
                     raise
-                logger.exception("run %s failed", claimed[0])
+                logger.exception("run %s failed", claimed[0], extra={"run_id": claimed[0]})
                 await self._mark_failed(claimed[0], f"unexpected error: {type(error).__name__}")
                 done = Progress(1, 0)
             if done.runs == 0:

@@ -365,13 +365,13 @@ def _original_in_text(message: Message) -> Message | None:
 
 
 def parse_report(
-    raw: bytes, envelope_recipients: Sequence[str] = (), message: EmailMessage | None = None
+    raw: bytes, envelope_recipients: Sequence[str] = (), message: Message | None = None
 ) -> Bounce | Complaint | None:
     """The bounce or complaint ``raw`` reports, else ``None``; never raises.
 
     ``envelope_recipients``: the RCPT TO addresses the message was accepted for (a VERP address
     among them names the original email most reliably). ``message``: ``raw`` already parsed
-    with ``policy.default`` (it is not parsed again)."""
+    (any policy: only raw header values are read; it is not parsed again)."""
     try:
         return _parse_report(bytes(raw), envelope_recipients, message)
     except Exception:  # hostile or broken input: no fact rather than an error
@@ -379,7 +379,7 @@ def parse_report(
 
 
 def _parse_report(
-    raw: bytes, envelope_recipients: Sequence[str], parsed: EmailMessage | None
+    raw: bytes, envelope_recipients: Sequence[str], parsed: Message | None
 ) -> Bounce | Complaint | None:
     message = parsed if parsed is not None else _parse(raw)
     feedback = _find(message, (_FEEDBACK_TYPE,))

@@ -19,7 +19,9 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-_LINE_FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+# What a single-line value may not hold, as the body of a regex class (for schemas too).
+LINE_FORBIDDEN = r"\x00-\x08\x0a-\x1f\x7f"
+_LINE_FORBIDDEN = re.compile(f"[{LINE_FORBIDDEN}]")
 _TEXT_FORBIDDEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 

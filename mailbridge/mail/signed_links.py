@@ -6,7 +6,8 @@ the instance secret (``services.instance``). The purpose keeps tokens of one kin
 (an open pixel, a click, an unsubscribe, a download) from being replayed as another.
 Everything here is pure: the secret and the time are handed in.
 
-Every signed link lives under ``/t/``, the public part of the HTTP API.
+Every signed link lives under ``/t/``, the public part of the HTTP API, except the vote
+links of polls (``/polls/vote/<token>``), whose path names what they do.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from datetime import UTC, datetime
 
 LINK_PREFIX = "/t/"
 DOWNLOAD_PATH = LINK_PREFIX + "a/"
+VOTE_PATH = "/polls/vote/"
 MAC_BYTES = 16
 
 

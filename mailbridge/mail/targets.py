@@ -54,9 +54,10 @@ def parse_url(url: str, what: str = "URL") -> httpx.URL:
     """``url`` parsed; refused (for good) unless it is http(s) with a host."""
     try:
         parsed = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError) as exc:
+        host = parsed.host  # decoded from IDNA here: ``xn--a`` is refused only now
+    except (httpx.InvalidURL, TypeError, UnicodeError) as exc:  # UnicodeError: IDNA refused
         raise TargetRefused(f"invalid {what} {url!r}", temporary=False) from exc
-    if parsed.scheme not in ("http", "https") or not parsed.host:
+    if parsed.scheme not in ("http", "https") or not host:
         raise TargetRefused(f"{what}s must be http or https, not {url!r}", temporary=False)
     return parsed
 
@@ -101,6 +102,8 @@ async def resolve(host: str, port: int) -> list[str]:
         infos = await _getaddrinfo(host, port)
     except socket.gaierror as exc:
         raise TargetRefused(f"cannot resolve {host}: {exc}", temporary=True) from exc
+    except UnicodeError as exc:  # an empty or over-long label: no lookup can ever succeed
+        raise TargetRefused(f"{host!r} is not a host name: {exc}", temporary=False) from exc
     addresses = [str(info[4][0]) for info in infos]
     return list(dict.fromkeys(addresses))
 

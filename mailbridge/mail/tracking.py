@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from mailbridge.mail.signed_links import (
     LINK_PREFIX,
+    VOTE_PATH,
     id_bytes,
     id_from_bytes,
     link,
@@ -102,11 +103,11 @@ def rewrite_html(
 ) -> str:
     """``html`` with its http(s) links sent through the click redirect and an open pixel.
 
-    Links already pointing at our own ``/t/`` routes (the unsubscribe link a template
-    put in) stay as they are.
+    Links already pointing at our own signed routes (the unsubscribe link a template
+    put in, a poll's vote links) stay as they are.
     """
     if click_tracking:
-        own_links = base_url.rstrip("/") + LINK_PREFIX
+        own_links = tuple(base_url.rstrip("/") + path for path in (LINK_PREFIX, VOTE_PATH))
 
         def tracked_anchor(match: re.Match[str]) -> str:
             tag = match.group(0)

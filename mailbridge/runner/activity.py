@@ -14,6 +14,7 @@ import contextlib
 import logging
 from collections.abc import Sequence
 
+from mailbridge.runner.backoff import Backoff
 from mailbridge.services import webhooks
 from mailbridge.services.context import ServiceContext
 from mailbridge.services.webhooks import ActivityConsumer
@@ -44,6 +45,7 @@ class ActivityDispatcher:
         self.write_lock = write_lock or asyncio.Lock()
         self._signal = asyncio.Event()
         self._notified = False
+        self._backoff = Backoff(self.name)
 
     def notify(self) -> None:
         """This process stored events (``Runner.notify``): dispatch now, not at the next
@@ -63,8 +65,10 @@ class ActivityDispatcher:
                         await self.dispatch_once() == self.batch_size
                     ):
                         continue
-                except Exception:
-                    logger.exception("dispatching activity events failed")
+                except Exception as exc:
+                    await self._backoff.failed(exc, "dispatching activity events", stopping)
+                    continue
+                self._backoff.succeeded()
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self.poll_interval):
                         await self._signal.wait()

@@ -13,6 +13,7 @@ import logging
 import time
 
 from mailbridge.engine.engine import Progress
+from mailbridge.runner.backoff import Backoff
 from mailbridge.runner.sleeping import sleep_until_due
 from mailbridge.services.automations import sql_engine
 from mailbridge.services.context import ServiceContext
@@ -40,6 +41,7 @@ class AutomationWorker:
         self.poll = poll
         self._wake = asyncio.Event()
         self.progress = Progress()
+        self._backoff = Backoff(self.name)
 
     def notify(self) -> None:
         self._wake.set()
@@ -49,9 +51,10 @@ class AutomationWorker:
             self._wake.clear()
             try:
                 done = await self._advance(stopping)
-            except Exception:
-                logger.exception("advancing automation runs failed; retrying shortly")
-                done = Progress()
+            except Exception as exc:
+                await self._backoff.failed(exc, "advancing automation runs", stopping)
+                continue
+            self._backoff.succeeded()
             self.progress += done
             if done.runs >= self.batch:
                 continue  # more is due: no sleep

@@ -17,6 +17,9 @@ import time
 from contextlib import suppress
 from datetime import datetime, timedelta
 
+from structlog.contextvars import bound_contextvars
+
+from mailbridge.runner.backoff import Backoff
 from mailbridge.runner.delivery import new_owner
 from mailbridge.runner.sleeping import sleep_until_due
 from mailbridge.services import campaigns
@@ -47,6 +50,7 @@ class CampaignWorker:
         self._wake = asyncio.Event()
         self._held: list[str] = []  # leased to this worker, next step due at once
         self.steps = 0
+        self._backoff = Backoff(self.name)
 
     def notify(self) -> None:
         self._wake.set()
@@ -60,9 +64,10 @@ class CampaignWorker:
                 self._wake.clear()
                 try:
                     busy = await self.step_due(stopping)
-                except Exception:
-                    logger.exception("advancing campaigns failed; retrying shortly")
-                    busy = False
+                except Exception as exc:
+                    await self._backoff.failed(exc, "advancing campaigns", stopping)
+                    continue
+                self._backoff.succeeded()
                 if not busy:
                     await self._sleep(stopping)
         finally:
@@ -83,7 +88,10 @@ class CampaignWorker:
         while self._held and not (stopping is not None and stopping.is_set()):
             for campaign_id in list(self._held):
                 async with self._writing():
-                    again = await campaigns.advance_campaign(self.context, campaign_id, self.owner)
+                    with bound_contextvars(campaign_id=campaign_id):
+                        again = await campaigns.advance_campaign(
+                            self.context, campaign_id, self.owner
+                        )
                 self.steps += 1
                 if not again:  # its lease is given back with the step
                     self._held.remove(campaign_id)

@@ -37,11 +37,13 @@ from pathlib import Path
 from types import TracebackType
 
 import httpx
+from structlog.contextvars import bind_contextvars
 
 from mailbridge.mail.providers import OutboxProvider, SmtpProvider, provider_from_settings
 from mailbridge.mail.providers.base import OUTCOME_TYPES, Delivery, Handover, Provider
 from mailbridge.mail.providers.simulator import split_recipients
 from mailbridge.mail.rendering import SHIPPED, LocalRenderer, ProcessRenderer, Renderer, RenderPaths
+from mailbridge.runner.backoff import Backoff
 from mailbridge.services import email as emails
 from mailbridge.services.context import ServiceContext
 from mailbridge.services.email import EMAIL_RETRY_POLICY as RETRY_POLICY
@@ -54,6 +56,7 @@ from mailbridge.services.email import (
     envelope_sender,
 )
 from mailbridge.services.instance import instance_secret
+from mailbridge.storage.outages import describe, is_unavailable
 from mailbridge.storage.tables import Domain, Email, EmailAttachment
 
 logger = logging.getLogger(__name__)
@@ -119,6 +122,7 @@ class DeliveryWorker:
         self._signal = asyncio.Event()
         self._woken = False
         self._backlog = False
+        self._backoff = Backoff(self.name)
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -143,9 +147,10 @@ class DeliveryWorker:
         if self._journal is not None:
             return
         context = self.context
+        # First, so that a database out of reach leaves nothing half made (run() retries).
+        secret = await instance_secret(context.database, self.settings)
         self._provider = self._given_provider or provider_from_settings(self.settings)
         self._http = self._given_http or httpx.AsyncClient(follow_redirects=False, trust_env=False)
-        secret = await instance_secret(context.database, self.settings)
         if self.render_processes > 0:
             self._renderer = ProcessRenderer(self.render_processes, self.render_paths)
         else:
@@ -200,7 +205,12 @@ class DeliveryWorker:
         await self.close()
 
     async def run(self, stopping: asyncio.Event) -> None:
-        await self.open()
+        while not stopping.is_set():  # the database may be out of reach at start
+            try:
+                await self.open()
+                break
+            except Exception as exc:
+                await self._backoff.failed(exc, "opening", stopping)
         watcher = asyncio.create_task(self._wake_on(stopping))
         try:
             await self._loop(stopping)
@@ -238,8 +248,10 @@ class DeliveryWorker:
                     )
                     if self._backlog:
                         continue
-            except Exception:
-                logger.exception("claiming due emails failed")
+            except Exception as exc:
+                await self._backoff.failed(exc, "claiming due emails", stopping)
+                continue
+            self._backoff.succeeded()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(poll):
                     await self._signal.wait()
@@ -320,13 +332,19 @@ class DeliveryWorker:
     # --- one delivery ---------------------------------------------------------------
 
     async def _guarded(self, email: Email, delivery: Awaitable[None]) -> None:
+        bind_contextvars(email_id=email.id)  # this delivery's own task: its lines only
         try:
             await delivery
+            logger.debug("delivery attempt over")
         except asyncio.CancelledError:
             raise
-        except Exception:
+        except Exception as exc:
             # The lease runs out and the email is tried again.
-            logger.exception("delivering email %s failed", email.id)
+            if is_unavailable(exc):
+                logger.warning("delivering email %s: database unavailable (%s); tried again "
+                               "after its lease", email.id, describe(exc))  # fmt: skip
+            else:
+                logger.exception("delivering email %s failed", email.id)
 
     async def _attempt(
         self, email: Email, domain: Domain | None, attachments: Sequence[EmailAttachment]
@@ -422,14 +440,18 @@ class DeliveryWorker:
 
     async def _discard_outbox_leftovers(self, outbox: OutboxProvider) -> None:
         """Pending outbox files of attempts that are over (their runner was killed before
-        the handover): listed first, then checked against the leases."""
+        the handover): listed first, then checked against the leases. A handed-over email
+        (``sent``) keeps every pending file, as in :meth:`sweep_outbox`."""
         files = await asyncio.to_thread(outbox.pending_files)
         if not files:
             return
         async with self.context.database.session() as session:
-            owners = await emails.email_leases(session, [email_id for email_id, _ in files])
+            found = await emails.email_leases_and_statuses(
+                session, [email_id for email_id, _ in files]
+            )
         for email_id, attempt in files:
-            if owners.get(email_id) != attempt:
+            owner, status = found.get(email_id, (None, "gone"))
+            if owner != attempt and status != "sent":
                 outbox.discard(email_id, attempt)
 
 

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -33,9 +33,13 @@ from mailbridge.runner.signals import stop_on_signals
 from mailbridge.runner.webhooks import WebhookWorker
 from mailbridge.services import accounts, domains
 from mailbridge.services.context import ServiceContext
+from mailbridge.services.instance import record_runner_heartbeat
 from mailbridge.services.webhooks import default_consumers
+from mailbridge.storage.outages import describe, is_unavailable
 
 logger = logging.getLogger(__name__)
+
+HEARTBEAT_EVERY = timedelta(seconds=15)  # GET /health says a runner is alive within 3 of these
 
 
 class Worker(Protocol):
@@ -62,11 +66,15 @@ def default_ticks(context: ServiceContext) -> list[Tick]:
     async def recheck_domains() -> int:
         return await domains.recheck_due_domains(context)
 
+    async def heartbeat() -> None:
+        await record_runner_heartbeat(context.database, context.clock.now())
+
     # Four runs per interval, so no domain waits much past its interval.
     recheck_every = timedelta(seconds=max(1.0, context.settings.domain_recheck_interval / 4))
     return [
         Tick("purge-request-logs", timedelta(hours=1), purge_request_logs),
         Tick("recheck-domains", recheck_every, recheck_domains),
+        Tick("heartbeat", HEARTBEAT_EVERY, heartbeat),
     ]
 
 
@@ -126,6 +134,8 @@ class Runner:
                 name=tick.name,
                 coalesce=True,
                 max_instances=1,
+                # The heartbeat at once (an explicit None would pause the job).
+                **({"next_run_time": datetime.now(UTC)} if tick.name == "heartbeat" else {}),
             )
         scheduler.start()
         self._scheduler = scheduler
@@ -176,5 +186,8 @@ class Runner:
         with suppress(asyncio.CancelledError):
             try:
                 await tick.job()
-            except Exception:
-                logger.exception("tick %s failed", tick.name)
+            except Exception as exc:
+                if is_unavailable(exc):  # one line: the next tick tries again
+                    logger.warning("tick %s: database unavailable (%s)", tick.name, describe(exc))
+                else:
+                    logger.exception("tick %s failed", tick.name)

@@ -26,10 +26,12 @@ import logging
 from datetime import timedelta
 
 import httpx
+from structlog.contextvars import bind_contextvars
 
 from mailbridge.mail.http_post import AiohttpPoster, Poster
+from mailbridge.runner.backoff import Backoff
 from mailbridge.runner.delivery import new_owner
-from mailbridge.services import webhooks
+from mailbridge.services import metrics, webhooks
 from mailbridge.services.context import ServiceContext
 from mailbridge.services.email import RetryPolicy
 from mailbridge.services.webhooks import WEBHOOK_RETRY_POLICY as RETRY_POLICY
@@ -39,7 +41,6 @@ from mailbridge.services.webhooks import DeliveryOutcome as Outcome
 logger = logging.getLogger(__name__)
 
 STOP_GRACE = 10.0  # seconds attempts in flight get to finish when the runner stops
-RECORD_RETRY_DELAY = 0.5  # seconds before writing outcomes again after a failed write
 
 
 class WebhookWorker:
@@ -83,6 +84,8 @@ class WebhookWorker:
         self._write_lock = write_lock or asyncio.Lock()
         self._signal = asyncio.Event()
         self._woken = False
+        self._backoff = Backoff(self.name)
+        self._record_backoff = Backoff(f"{self.name} outcomes")
         self.record_commits = 0  # transactions that wrote outcomes (benchmarks)
 
     # --- lifecycle ------------------------------------------------------------------
@@ -162,8 +165,10 @@ class WebhookWorker:
                     # A full batch: more may be due, claim again at once.
                     if await self._due() and await self._claim_and_start(wanted) == wanted:
                         continue
-            except Exception:
-                logger.exception("claiming due webhook deliveries failed")
+            except Exception as exc:
+                await self._backoff.failed(exc, "claiming due webhook deliveries", stopping)
+                continue
+            self._backoff.succeeded()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.poll_interval):
                     await self._signal.wait()
@@ -211,12 +216,15 @@ class WebhookWorker:
 
     async def _attempt(self, delivery: ClaimedDelivery) -> None:
         assert self._sender is not None
+        bind_contextvars(webhook_delivery_id=delivery.id)  # this attempt's own task
         try:
             outcome = await self._sender.attempt(delivery)
         except Exception:
             # The lease runs out and the delivery is attempted again.
             logger.exception("attempting webhook delivery %s failed", delivery.id)
             return
+        logger.debug("webhook attempt answered %s", outcome.status_code)
+        metrics.webhook_attempted(outcome.status_code)
         self._outcomes.append(outcome)
         self._outcomes_waiting.set()
 
@@ -225,9 +233,10 @@ class WebhookWorker:
             await self._outcomes_waiting.wait()
             try:
                 await self._write_outcomes()
-            except Exception:
-                logger.exception("recording webhook outcomes failed; retrying")
-                await asyncio.sleep(RECORD_RETRY_DELAY)
+            except Exception as exc:  # the outcomes are kept for the next write
+                await self._record_backoff.failed(exc, "recording webhook outcomes")
+                continue
+            self._record_backoff.succeeded()
 
     async def _write_outcomes(self) -> None:
         # One write at a time: a caller that finds the outcomes taken by a write in

@@ -22,6 +22,7 @@ T = TypeVar("T")
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
+LIMIT_MESSAGE = "`limit` must be a number from 1 to 100."
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class PageRequest:
         if limit is not None:
             # ASCII digits only, and short before int() reads them (it refuses > 4,300).
             if not is_ascii_number(limit) or len(limit) > 6 or not 1 <= int(limit) <= MAX_LIMIT:
-                raise ValidationError("`limit` must be a number from 1 to 100.")
+                raise ValidationError(LIMIT_MESSAGE)
             value = int(limit)
         return cls(limit=value, after=after, before=before)
 

@@ -51,7 +51,7 @@ class Server:
         return self.process.wait(timeout=timeout)
 
     def create_key(self, *args: str) -> dict[str, str]:
-        result = mailbridge("keys", "create", "--name", "acceptance", *args, env=self.env)
+        result = mailbridge("admin", "keys", "create", "--name", "acceptance", *args, env=self.env)
         created: dict[str, str] = json.loads(result.stdout)
         return created
 
@@ -100,7 +100,7 @@ def start(command: str, env: dict[str, str], log: Path) -> Server:
 
 @pytest.fixture
 def server(environment: dict[str, str], tmp_path: Path) -> Iterator[Server]:
-    mailbridge("teams", "create", "--name", "acme", env=environment)
+    mailbridge("admin", "teams", "create", "--name", "acme", env=environment)
     running = start("serve", environment, tmp_path / "serve.log")
     yield running
     if running.process.poll() is None:

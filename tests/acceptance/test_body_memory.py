@@ -21,8 +21,10 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(
     environment: dict[str, str], tmp_path: Path
 ) -> None:
     env = {**environment, "MAILBRIDGE_MAX_BODY_BYTES": str(LIMIT)}
-    mailbridge("teams", "create", "--name", "acme", "--plan", "pro", env=env)
-    token = json.loads(mailbridge("keys", "create", "--name", "big", env=env).stdout)["token"]
+    mailbridge("admin", "teams", "create", "--name", "acme", "--plan", "pro", env=env)
+    token = json.loads(mailbridge("admin", "keys", "create", "--name", "big", env=env).stdout)[
+        "token"
+    ]
     server = start("serve", env, tmp_path / "serve.log")
     try:
         url = urlsplit(server.base_url)
@@ -59,9 +61,11 @@ def test_the_same_body_sent_again_never_raises_memory_by_more_than_the_limit(
     environment: dict[str, str], tmp_path: Path
 ) -> None:
     env = {**environment, "MAILBRIDGE_MAX_BODY_BYTES": str(LIMIT)}
-    mailbridge("teams", "create", "--name", "acme", "--plan", "pro", env=env)
-    mailbridge("domains", "add", "shop.io", "--verified", env=env)
-    token = json.loads(mailbridge("keys", "create", "--name", "big", env=env).stdout)["token"]
+    mailbridge("admin", "teams", "create", "--name", "acme", "--plan", "pro", env=env)
+    mailbridge("admin", "domains", "add", "shop.io", "--verified", env=env)
+    token = json.loads(mailbridge("admin", "keys", "create", "--name", "big", env=env).stdout)[
+        "token"
+    ]
     html = ("<p>" + "x" * 60 + "</p>\n") * (7 * 1024 * 1024 // 68)  # 7 MiB: under the limit
     accepted = json.dumps(
         {"from": "shop@shop.io", "to": ["ann@customer.net"], "subject": "Big", "html": html}

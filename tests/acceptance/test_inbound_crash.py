@@ -110,9 +110,10 @@ async def _stored(settings: Settings) -> collections.Counter[str | None]:
 class Listener:
     """``mailbridge inbound`` on one port, started again and again; its output in ``log``."""
 
-    def __init__(self, env: dict[str, str], log: Path) -> None:
+    def __init__(self, env: dict[str, str], log: Path, processes: int = 1) -> None:
         self.env = env
         self.log = log
+        self.processes = processes
         self.port = free_port()
         self.starts = 0
         self.process: subprocess.Popen[bytes] | None = None
@@ -121,13 +122,13 @@ class Listener:
         with self.log.open("ab") as handle:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "mailbridge", "inbound", "--listen",
-                 f"127.0.0.1:{self.port}"],
+                 f"127.0.0.1:{self.port}", "--processes", str(self.processes)],
                 env=self.env, stdout=handle, stderr=subprocess.STDOUT,
             )  # fmt: skip
         self.starts += 1
         # Up when it says so (no probe connection: the senders are the only clients).
         deadline = time.monotonic() + STARTUP_TIMEOUT
-        while self.log.read_text().count("receiving mail on") < self.starts:
+        while self.log.read_text().count("receiving mail on") < self.starts * self.processes:
             assert self.process.poll() is None, self.log.read_text()[-3000:]
             assert time.monotonic() < deadline, "mailbridge inbound did not start"
             await asyncio.sleep(0.05)
@@ -191,7 +192,16 @@ async def _exchange(listener: Listener, rng: random.Random) -> tuple[Client, int
     try:
         for _ in range(KILLS):
             await listener.start()
-            await asyncio.sleep(rng.uniform(0.5, 2.0))
+            # Killed after a random number of messages more got through (not after a
+            # time: a faster listener would finish them all before the last kill), at a
+            # random instant after that.
+            target = sum(client.acknowledged.values()) + rng.randint(
+                MESSAGES // (KILLS * 4), MESSAGES // (KILLS + 1)
+            )
+            while sum(client.acknowledged.values()) < target:
+                assert time.monotonic() < deadline, "the listener stopped acknowledging"
+                await asyncio.sleep(0.005)
+            await asyncio.sleep(rng.uniform(0, 0.05))
             await listener.kill()
         at_last_kill = sum(client.acknowledged.values())
         await listener.start()
@@ -202,12 +212,15 @@ async def _exchange(listener: Listener, rng: random.Random) -> tuple[Client, int
     return client, at_last_kill
 
 
+@pytest.mark.parametrize("processes", [1, 2])
 def test_a_listener_killed_while_receiving_stores_each_acknowledged_message_once(
-    target: Target, dns_server: ThreadedDnsServer, tmp_path: Path
+    target: Target, dns_server: ThreadedDnsServer, tmp_path: Path, processes: int
 ) -> None:
+    """With ``--processes 2`` the kill is the parent's: its fork dies with it."""
     asyncio.run(_seed(target.settings))
     log = tmp_path / "inbound.log"
-    listener = Listener({**target.env, "MAILBRIDGE_DNS_NAMESERVER": dns_server.address}, log)
+    environment = {**target.env, "MAILBRIDGE_DNS_NAMESERVER": dns_server.address}
+    listener = Listener(environment, log, processes)
     exit_code = None
     try:
         client, at_last_kill = asyncio.run(_exchange(listener, random.Random()))

@@ -21,7 +21,7 @@ SENT_TIMEOUT = 20.0
 
 @pytest.fixture
 def sender(sdk: Server) -> Server:
-    mailbridge("domains", "add", "shop.io", "--verified", env=sdk.env)
+    mailbridge("admin", "domains", "add", "shop.io", "--verified", env=sdk.env)
     return sdk
 
 

@@ -34,7 +34,7 @@ def test_revoked_key_stops_working_across_processes(server: Server) -> None:
     key = server.create_key()
     headers = {**UA, "Authorization": f"Bearer {key['token']}"}
     assert httpx.get(f"{server.base_url}/api-keys", headers=headers).status_code == 200
-    mailbridge("keys", "revoke", key["id"], env=server.env)
+    mailbridge("admin", "keys", "revoke", key["id"], env=server.env)
     # A serving process remembers a valid key for at most a second (the auth cache).
     deadline = time.monotonic() + 3
     refused = httpx.get(f"{server.base_url}/api-keys", headers=headers)
@@ -79,7 +79,7 @@ def test_make_run_flow_prints_a_key_that_works_with_curl(
 def test_api_and_runner_run_apart_and_stop_on_sigterm(
     environment: dict[str, str], tmp_path: Path
 ) -> None:
-    mailbridge("teams", "create", "--name", "solo", env=environment)
+    mailbridge("admin", "teams", "create", "--name", "solo", env=environment)
     api = start("api", environment, tmp_path / "api.log")
     with (tmp_path / "runner.log").open("w") as log:
         runner = subprocess.Popen(
@@ -110,10 +110,10 @@ def test_api_and_runner_run_apart_and_stop_on_sigterm(
 @pytest.mark.parametrize(
     ("args", "status", "name"),
     [
-        (["teams", "create"], None, "cli_error"),
-        (["keys", "create", "--name", "x", "--permission", "root"], None, "cli_error"),
-        (["keys", "revoke", "no-such-key"], 404, "not_found"),
-        (["keys", "create", "--name", "x"], None, "cli_error"),  # no team yet
+        (["admin", "teams", "create"], None, "cli_error"),
+        (["admin", "keys", "create", "--name", "x", "--permission", "root"], None, "cli_error"),
+        (["admin", "keys", "revoke", "no-such-key"], 404, "not_found"),
+        (["admin", "keys", "create", "--name", "x"], None, "cli_error"),  # no team yet
     ],
 )
 def test_operator_errors_are_json_on_stderr_with_exit_1(

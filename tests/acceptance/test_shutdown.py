@@ -61,9 +61,11 @@ def test_serve_exits_within_its_deadline_under_load(
         "MAILBRIDGE_WEBHOOK_TIMEOUT": "120",  # the endpoint would hold them for minutes
         "MAILBRIDGE_SEND_RATE_LIMIT": "1000000/minute",
     }
-    mailbridge("teams", "create", "--name", "acme", "--plan", "pro", env=env)
-    mailbridge("domains", "add", "shop.io", "--verified", env=env)
-    token = json.loads(mailbridge("keys", "create", "--name", "load", env=env).stdout)["token"]
+    mailbridge("admin", "teams", "create", "--name", "acme", "--plan", "pro", env=env)
+    mailbridge("admin", "domains", "add", "shop.io", "--verified", env=env)
+    token = json.loads(mailbridge("admin", "keys", "create", "--name", "load", env=env).stdout)[
+        "token"
+    ]
     headers = {**UA, "Authorization": f"Bearer {token}"}
     server = start("serve", env, tmp_path / "serve.log")
     try:

@@ -31,7 +31,7 @@ from mailbridge.api.app import create_app
 from mailbridge.clock import SystemClock
 from mailbridge.config import Settings
 from mailbridge.errors import ApiError
-from mailbridge.services.accounts import create_api_key, create_team
+from mailbridge.services.accounts import Role, add_team_member, create_api_key, create_team
 from mailbridge.services.context import ServiceContext
 from mailbridge.services.domains import create_domain
 from mailbridge.storage.database import Database
@@ -107,6 +107,7 @@ class World:
     a_headers: dict[str, str]
     b_team: str
     b_ids: list[str]
+    a_member_headers: dict[str, str]  # a member session: what the dashboard-only routes take
 
     def run(self, awaitable: Any) -> Any:
         return self.loop.run_until_complete(awaitable)
@@ -121,6 +122,13 @@ TEMPLATES: dict[str, dict[str, Any]] = {
     "/segments": {"name": "s", "filter": {"type": "rule", "field": "email"}},
     "/topics": {"name": "t", "default_subscription": "opt_in"},
     "/templates": {"name": "t", "subject": "s", "html": "<p>{{{X}}}</p>"},
+    "/polls": {
+        "question": "q?",
+        "options": ["a", "b"],
+        "closes_at": "2999-01-01T00:00:00Z",
+        "allow_change": True,
+        "closed": False,
+    },
     "/automations": {"name": "a", "domain": "a-shop.io", "steps": [], "connections": []},
     "/events": {"name": "e", "schema": {"f": "string"}},
     "/events/send": {"event": "e", "email": "c@corp.io", "payload": {}},
@@ -182,17 +190,21 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         async with database.session() as session:
             team_a = await create_team(session, context.clock, "a", "pro")
             _key, a_token = await create_api_key(session, context.clock, team_a.id, "a")
+            _member, a_session = await add_team_member(
+                session, context.clock, team_a, "owner@a-shop.io", Role.OWNER
+            )
             team_b = await create_team(session, context.clock, "b", "pro")
-            _key, b_token = await create_api_key(session, context.clock, team_b.id, "b")
+            b_key, b_token = await create_api_key(session, context.clock, team_b.id, "b")
         for team, name in ((team_a.id, "a-shop.io"), (team_b.id, "b-shop.io")):
             async with database.session() as session:
                 await create_domain(session, context.clock, config, team, name, verified=True)
         b = {"Authorization": f"Bearer {b_token}"}
-        ids: list[str] = []
+        ids: list[str] = [b_key.id]
         for path, body in (
             ("/audiences", {"name": "B"}), ("/contacts", {"email": "b@corp.io"}),
             ("/templates", {"name": "B", "html": "<p>b</p>"}),
             ("/topics", {"name": "B", "default_subscription": "opt_in"}),
+            ("/polls", {"question": "B?", "options": ["yes", "no"]}),
             ("/events", {"name": "b.event"}), ("/segments", {"name": "B"}),
             ("/campaigns", {"name": "B", "subject": "b"}),
             ("/webhooks", {"endpoint": "http://127.0.0.1:9/b", "events": ["email.sent"]}),
@@ -206,7 +218,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             domains = await session.execute(select(Base.metadata.tables["domains"].c.id))
             ids.extend(str(row[0]) for row in domains)
         return World(loop, client, database, {"Authorization": f"Bearer {a_token}"},
-                     team_b.id, ids)  # fmt: skip
+                     team_b.id, ids, {"Authorization": f"Bearer {a_session}"})  # fmt: skip
 
     try:
         yield loop.run_until_complete(setup())
@@ -277,10 +289,15 @@ def test_hostile_json_never_fails_the_server_nor_touches_another_team(
             return quote(next(names).encode("utf-8", "surrogatepass"), safe="") or "x"
 
         url = PARAM.sub(fill, path)
+        # Keys and members are the dashboard's (an API key only ever hears 403 dashboard_only).
+        auth = (
+            world.a_member_headers
+            if path.startswith(("/api-keys", "/members"))
+            else world.a_headers
+        )
         response = world.run(
             world.client.request(
-                method, url, content=body,
-                headers={**world.a_headers, "Content-Type": "application/json"},
+                method, url, content=body, headers={**auth, "Content-Type": "application/json"},
             )
         )  # fmt: skip
         assert response.status_code < 500, (method, url, body[:300], response.text[:300])

@@ -96,9 +96,8 @@ async def test_sending_key_is_restricted_outside_send_endpoints(
         ("POST", "/api-keys"),
         ("PATCH", "/api-keys/1"),
         ("DELETE", "/api-keys/1"),
-        ("PUT", "/api-keys/1"),
         ("POST", "/api-keys/1/rotate"),
-        ("DELETE", "/api-keys"),
+        ("PUT", "/api-keys/1/scope"),
     ],
 )
 async def test_key_changes_are_dashboard_only(
@@ -106,6 +105,15 @@ async def test_key_changes_are_dashboard_only(
 ) -> None:
     response = await client.request(method, path, headers=tenant.headers, json={"name": "x"})
     assert_error(response, 403, "dashboard_only")
+
+
+@pytest.mark.parametrize(("method", "path"), [("PUT", "/api-keys/1"), ("DELETE", "/api-keys")])
+async def test_a_method_the_document_does_not_name_is_405(
+    client: httpx.AsyncClient, tenant: Tenant, method: str, path: str
+) -> None:
+    response = await client.request(method, path, headers=tenant.headers)
+    assert_error(response, 405, "method_not_allowed")
+    assert response.headers["allow"]
 
 
 async def test_an_api_key_cannot_revoke_even_its_own_team_key(
@@ -179,3 +187,116 @@ async def test_health_needs_no_key(client: httpx.AsyncClient) -> None:
     response = await client.get("/health")
     assert response.status_code == 200
     assert response.json()["status"] == "ok"
+
+
+async def test_a_member_renames_and_rescopes_a_key_and_it_holds_at_once(
+    client: httpx.AsyncClient, tenants: Tenants, tenant: Tenant
+) -> None:
+    admin = await tenants.member(tenant, Role.ADMIN)
+    key_id, token = await tenants.key(tenant)
+    assert (await client.get("/api-keys", headers=bearer(token))).status_code == 200
+    changed = await client.patch(
+        f"/api-keys/{key_id}", headers=bearer(admin),
+        json={"name": "deploy", "permission": "sending_access", "domain": "Mail.Corp.io"},
+    )  # fmt: skip
+    assert changed.status_code == 200, changed.text
+    assert {k: changed.json()[k] for k in ("id", "name", "permission", "domain")} == {
+        "id": key_id, "name": "deploy", "permission": "sending_access", "domain": "mail.corp.io",
+    }  # fmt: skip
+    # the same token, now sending-only: refused at once (no cached scope)
+    assert_error(await client.get("/api-keys", headers=bearer(token)), 401, "restricted_api_key")
+    back = await client.patch(
+        f"/api-keys/{key_id}", headers=bearer(admin), json={"permission": "full_access"}
+    )
+    assert (back.json()["permission"], back.json()["domain"]) == ("full_access", None)
+    assert (await client.get("/api-keys", headers=bearer(token))).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"name": ""},
+        {"name": "x" * 51},
+        {"permission": "root"},
+        {"permission": "full_access", "domain": "corp.io"},
+        {"name": None},
+        [],
+    ],
+)
+async def test_a_bad_key_change_is_a_validation_error_and_changes_nothing(
+    client: httpx.AsyncClient, tenants: Tenants, tenant: Tenant, body: object
+) -> None:
+    owner = await tenants.member(tenant, Role.OWNER)
+    response = await client.patch(f"/api-keys/{tenant.key_id}", headers=bearer(owner), json=body)
+    assert response.status_code == 422 and response.json()["name"] == "validation_error"
+    [key] = (await client.get("/api-keys", headers=tenant.headers)).json()["data"]
+    assert key["permission"] == "full_access" and key["domain"] is None
+
+
+async def test_key_changes_by_a_viewer_or_another_team_are_refused(
+    client: httpx.AsyncClient, tenants: Tenants, tenant: Tenant
+) -> None:
+    path = f"/api-keys/{tenant.key_id}"
+    viewer = await tenants.member(tenant, Role.VIEW_ONLY)
+    refused = await client.patch(path, headers=bearer(viewer), json={"name": "x"})
+    assert_error(refused, 403, "view_only_member")
+    outsider = await tenants.member(await tenants.create(), Role.OWNER)
+    unknown = await client.patch(path, headers=bearer(outsider), json={"name": "x"})
+    assert_error(unknown, 404, "not_found")
+
+
+async def _member_id(client: httpx.AsyncClient, token: str, email_prefix: str) -> str:
+    listed = (await client.get("/members", headers=bearer(token))).json()["data"]
+    return str(next(m["id"] for m in listed if m["email"].startswith(email_prefix)))
+
+
+async def test_owners_and_admins_manage_members_and_a_team_keeps_an_owner(
+    client: httpx.AsyncClient, tenants: Tenants, tenant: Tenant
+) -> None:
+    owner = await tenants.member(tenant, Role.OWNER)
+    admin = await tenants.member(tenant, Role.ADMIN)
+    viewer = await tenants.member(tenant, Role.VIEW_ONLY)
+    listed = await client.get("/members", headers=bearer(viewer))  # a viewer may look
+    assert listed.status_code == 200
+    assert sorted(m["role"] for m in listed.json()["data"]) == ["admin", "owner", "view_only"]
+    assert_error(await client.get("/members", headers=tenant.headers), 403, "dashboard_only")
+    owner_id = await _member_id(client, owner, "owner-")
+    viewer_id = await _member_id(client, owner, "view_only-")
+    admin_id = await _member_id(client, owner, "admin-")
+    # a viewer changes nothing; an admin does not touch owners
+    refused = await client.patch(
+        f"/members/{admin_id}", headers=bearer(viewer), json={"role": "owner"}
+    )
+    assert_error(refused, 403, "view_only_member")
+    assert_error(
+        await client.patch(f"/members/{viewer_id}", headers=bearer(admin), json={"role": "owner"}),
+        403, "validation_error",
+    )  # fmt: skip
+    assert_error(
+        await client.delete(f"/members/{owner_id}", headers=bearer(admin)), 403, "validation_error"
+    )
+    # the last owner keeps the role and stays
+    assert_error(
+        await client.patch(f"/members/{owner_id}", headers=bearer(owner), json={"role": "admin"}),
+        422, "validation_error",
+    )  # fmt: skip
+    assert_error(
+        await client.delete(f"/members/{owner_id}", headers=bearer(owner)), 422, "validation_error"
+    )
+    # an admin promotes the viewer to admin; the new role holds at once
+    promoted = await client.patch(
+        f"/members/{viewer_id}", headers=bearer(admin), json={"role": "admin"}
+    )
+    assert promoted.status_code == 200 and promoted.json()["role"] == "admin"
+    created = await client.post("/api-keys", headers=bearer(viewer), json={"name": "now admin"})
+    assert created.status_code == 201, created.text
+    # removed: their session ends now
+    removed = await client.delete(f"/members/{viewer_id}", headers=bearer(owner))
+    assert removed.json() == {"object": "member", "id": viewer_id, "deleted": True}
+    assert (await client.get("/members", headers=bearer(viewer))).status_code in (401, 403)
+    other = await tenants.member(await tenants.create(), Role.OWNER)
+    assert_error(
+        await client.delete(f"/members/{admin_id}", headers=bearer(other)), 404, "not_found"
+    )
+    bad = await client.patch(f"/members/{admin_id}", headers=bearer(owner), json={"role": "root"})
+    assert_error(bad, 422, "validation_error")

@@ -17,6 +17,7 @@ from mailbridge.config import Settings
 from mailbridge.mail.providers import SmtpProvider, SmtpRelay
 from mailbridge.mail.providers.receipts import ReceiptBook, receipt_filed
 from mailbridge.runner.delivery import DeliveryWorker
+from mailbridge.services import email as emails
 from mailbridge.services.context import ServiceContext
 from mailbridge.services.domains._records import expected_records
 from mailbridge.services.email._delivery_queue import RetryPolicy
@@ -346,6 +347,7 @@ async def leave_unsettled(context: ServiceContext, email_id: str, owner: str) ->
         row = await session.get(Email, email_id)
         assert row is not None
         row.status, row.last_event, row.sent_at, row.lease_owner = "sent", "sent", now, owner
+        row.handed_over_by = owner
         row.due_at = row.lease_until = now + timedelta(seconds=120)
         row.attempts = 2
         await session.commit()
@@ -390,6 +392,46 @@ async def test_unsettled_handovers_go_by_their_receipts(
     assert settled.status == "delivered" and settled.lease_owner is None and settled.due_at is None
     delivered_events = await events(fake_context, email.id)
     assert delivered_events[-1] == "delivered"
+
+
+@pytest.mark.parametrize(("filed", "received"), [(True, 0), (False, 1)])
+async def test_a_settler_killed_after_its_claim_leaves_the_handover_to_its_maker(
+    fake_context: ServiceContext,
+    clock: FakeClock,
+    shop: Domain,
+    listener: Listener,
+    tmp_path: Path,
+    filed: bool,
+    received: int,
+) -> None:
+    """Runner A hands over and dies; runner B leases the email to settle it and dies
+    too; runner C must still go by A's receipts (B's book says nothing about it), and
+    A's book is kept while that handover is unsettled."""
+    email = await add_email(fake_context, shop)
+    await leave_unsettled(fake_context, email.id, "maker")
+    directory = tmp_path / "handovers"
+    maker = ReceiptBook(directory, "maker")
+    if filed:
+        maker.file(email.id, 2)
+    maker.close()
+    ReceiptBook(directory, "killed-settler").close()
+    clock.advance(timedelta(seconds=121))
+    async with fake_context.database.session() as session:
+        batch = await emails.claim_unsettled_emails(
+            session, clock.now(), "killed-settler", timedelta(seconds=60), 10
+        )
+        await session.commit()
+    assert batch.handed_over_by == {email.id: "maker"}
+    clock.advance(timedelta(seconds=61))
+
+    provider = SmtpProvider(SmtpRelay.from_url(listener.url), pool_size=1, receipts=directory)
+    async with DeliveryWorker(fake_context, provider=provider, owner="settler") as worker:
+        assert (directory / "maker.receipts").exists()
+        await worker.deliver_due()
+
+    assert len(listener.messages()) == received
+    settled = await load_email(fake_context, email.id)
+    assert settled.status == "delivered" and settled.handed_over_by is None
 
 
 async def test_a_receipt_is_filed_for_each_handover(

@@ -177,6 +177,8 @@ async def test_create_with_tracking_and_own_names(
         ({"name": "localhost"}, "validation_error"),
         ({"name": "corp.io", "region": "mars-1"}, "validation_error"),
         ({"name": "corp.io", "custom_return_path": "a.b"}, "validation_error"),
+        ({"name": "corp.io", "receiving": 0}, "validation_error"),  # a boolean, not 0
+        ({"name": "corp.io", "open_tracking": "true"}, "validation_error"),
         (
             {"name": "corp.io", "custom_return_path": "x", "tracking_subdomain": "x"},
             "validation_error",
@@ -608,7 +610,9 @@ async def test_operator_adds_a_verified_domain(
     client: httpx.AsyncClient, tenants: Tenants, settings: Settings, zone: Zone
 ) -> None:
     only = await tenants.create()
-    code, out, err = await mailbridge_cli(settings, "domains", "add", "Corp.io", "--verified")
+    code, out, err = await mailbridge_cli(
+        settings, "admin", "domains", "add", "Corp.io", "--verified"
+    )
     assert code == 0, err
     added = json.loads(out)
     assert added["name"] == "corp.io" and added["team_id"] == only.team_id
@@ -620,23 +624,23 @@ async def test_operator_adds_a_verified_domain(
 
     other = await tenants.create()
     code, out, err = await mailbridge_cli(
-        settings, "domains", "add", "mail.corp.io", "--team", other.team_id, "--verified"
+        settings, "admin", "domains", "add", "mail.corp.io", "--team", other.team_id, "--verified"
     )
     assert code == 1 and out == ""
     assert json.loads(err)["name"] == "domain_conflict"
-    code, out, err = await mailbridge_cli(settings, "domains", "add", "acme.dev")
+    code, out, err = await mailbridge_cli(settings, "admin", "domains", "add", "acme.dev")
     assert code == 1 and json.loads(err)["name"] == "cli_error"  # two teams: --team needed
     code, out, err = await mailbridge_cli(
-        settings, "domains", "add", "acme.dev", "--team", other.team_id
+        settings, "admin", "domains", "add", "acme.dev", "--team", other.team_id
     )
     assert code == 0, err
     assert json.loads(out)["status"] == "not_started"
     code, out, err = await mailbridge_cli(
-        settings, "domains", "add", "acme.dev", "--team", other.team_id
+        settings, "admin", "domains", "add", "acme.dev", "--team", other.team_id
     )
     assert code == 1 and json.loads(err)["name"] == "validation_error"  # exists already
     code, out, err = await mailbridge_cli(
-        settings, "domains", "add", "acme.dev", "--team", other.team_id, "--verified"
+        settings, "admin", "domains", "add", "acme.dev", "--team", other.team_id, "--verified"
     )
     assert code == 0, err
     assert json.loads(out)["status"] == "verified"

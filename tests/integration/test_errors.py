@@ -20,7 +20,31 @@ async def test_unknown_route_is_404_not_found(client: httpx.AsyncClient, tenant:
 async def test_wrong_method_is_405_in_the_envelope(
     client: httpx.AsyncClient, tenant: Tenant
 ) -> None:
-    assert_error(await client.put("/logs", headers=tenant.headers), 405, "method_not_allowed")
+    response = await client.put("/logs", headers=tenant.headers)
+    assert_error(response, 405, "method_not_allowed")
+    assert response.headers["allow"] == "GET"
+    deleting = await client.delete("/domains", headers=tenant.headers)
+    assert_error(deleting, 405, "method_not_allowed")
+    assert set(deleting.headers["allow"].split(", ")) == {"GET", "POST"}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("PATCH", "/emails/batch", "POST"),  # not PATCH /emails/{email_id}
+        ("GET", "/emails/batch", "POST"),
+        ("DELETE", "/emails/receiving", "GET"),
+        ("PATCH", "/domains/claim", "POST"),
+        ("GET", "/contacts/batch", "POST"),
+        ("GET", "/events/send", "POST"),
+    ],
+)
+async def test_a_literal_path_is_not_taken_for_an_id(
+    client: httpx.AsyncClient, tenant: Tenant, method: str, path: str, allow: str
+) -> None:
+    response = await client.request(method, path, headers=tenant.headers, json={"name": "x"})
+    assert_error(response, 405, "method_not_allowed")
+    assert response.headers["allow"] == allow
 
 
 async def test_malformed_json_is_422_validation_error(

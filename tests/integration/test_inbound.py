@@ -154,6 +154,32 @@ async def test_a_received_message_is_listed_with_its_attachments_byte_identical(
     ]
 
 
+async def test_an_attachment_whose_own_blob_is_lost_or_short_is_read_from_its_message(
+    inbox: Inbox,
+) -> None:
+    # An attachment's own blob is a cache written after the 250 without a sync; the raw
+    # message's blob, synced before it, is what counts.
+    message = letter()
+    csv = b"sku,price\n" + b"A-1,10\n" * 500
+    message.add_attachment(csv, maintype="text", subtype="csv", filename="prices.csv")
+    await inbox.deliver(message, "hello@shop.io")
+    [row] = await inbox.rows()
+    path = f"/emails/receiving/{row.id}/attachments"
+    for _ in range(100):  # the cache is written in the background
+        stored = sorted((inbox.context.settings.data_dir / "blobs").rglob("*"))
+        if len([p for p in stored if p.is_file()]) == 2:
+            break
+        await asyncio.sleep(0.05)
+    blobs = [p for p in stored if p.is_file()]
+    assert len(blobs) == 2 and not [p for p in blobs if p.name.endswith(".tmp")]
+    [own] = [p for p in blobs if p.read_bytes() == csv]
+    for damage in (lambda: own.write_bytes(csv[:100]), own.unlink):
+        damage()
+        [again] = (await inbox.client.get(path, params={"content": "true"})).json()["data"]
+        assert base64.b64decode(again["content"]) == csv
+        assert own.read_bytes() == csv  # and cached again
+
+
 async def test_an_unknown_recipient_is_refused_and_nothing_is_stored(inbox: Inbox) -> None:
     with pytest.raises(aiosmtplib.SMTPRecipientsRefused) as refused:
         await inbox.deliver(letter("someone@elsewhere.io"), "someone@elsewhere.io")

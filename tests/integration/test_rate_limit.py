@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import coredis
 import pytest
 
@@ -9,7 +11,10 @@ from mailbridge.config import Settings
 from tests.integration.sending import Sending, email
 from tests.integration.test_auth import assert_error
 
-REDIS = "redis://127.0.0.1:6379/15"
+# One Redis database per pytest-xdist worker ("gw0", "gw1", ...), so that two workers
+# never count each other's sends from 127.0.0.1 or flush each other's counters.
+_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+REDIS = f"redis://127.0.0.1:6379/{15 - _WORKER % 8}"
 
 
 @pytest.fixture(params=["memory", "redis"])

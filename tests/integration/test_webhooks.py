@@ -106,6 +106,15 @@ async def test_private_loopback_and_link_local_endpoints_are_refused(
     assert "non-public" in response.json()["message"]
 
 
+@pytest.mark.parametrize(
+    "endpoint", ["http://a..b/hook", "http://xn--a.com/hook", f"http://{'a' * 64}.com/hook"]
+)
+async def test_hosts_no_lookup_can_find_are_422_not_500(
+    client: httpx.AsyncClient, tenant: Tenant, endpoint: str
+) -> None:
+    assert_error(await create(client, tenant, endpoint=endpoint), 422, "validation_error")
+
+
 async def test_private_endpoints_are_allowed_when_the_operator_says_so(
     hooks: Hooks, settings: Settings
 ) -> None:
@@ -244,7 +253,15 @@ async def test_the_operator_commands(
     client: httpx.AsyncClient, tenant: Tenant, settings: Settings
 ) -> None:
     code, out, err = await mailbridge_cli(
-        settings, "webhooks", "create", ENDPOINT, "--event", "email.sent", "--event", "email.failed"
+        settings,
+        "admin",
+        "webhooks",
+        "create",
+        ENDPOINT,
+        "--event",
+        "email.sent",
+        "--event",
+        "email.failed",
     )
     assert code == 0, err
     created = json.loads(out)
@@ -253,15 +270,15 @@ async def test_the_operator_commands(
     fetched = await client.get(f"/webhooks/{created['id']}", headers=tenant.headers)
     assert fetched.json()["endpoint"] == ENDPOINT
 
-    code, out, err = await mailbridge_cli(settings, "webhooks", "list")
+    code, out, err = await mailbridge_cli(settings, "admin", "webhooks", "list")
     assert code == 0 and [item["id"] for item in json.loads(out)["data"]] == [created["id"]]
-    code, out, err = await mailbridge_cli(settings, "webhooks", "get", created["id"])
+    code, out, err = await mailbridge_cli(settings, "admin", "webhooks", "get", created["id"])
     assert code == 0 and "signing_secret" not in json.loads(out)
     code, out, err = await mailbridge_cli(
-        settings, "webhooks", "create", "http://10.0.0.1/", "--event", "email.sent"
+        settings, "admin", "webhooks", "create", "http://10.0.0.1/", "--event", "email.sent"
     )
     assert code == 1 and json.loads(err)["name"] == "validation_error"
-    code, out, err = await mailbridge_cli(settings, "webhooks", "delete", created["id"])
+    code, out, err = await mailbridge_cli(settings, "admin", "webhooks", "delete", created["id"])
     assert code == 0 and json.loads(out)["deleted"] is True
-    code, out, err = await mailbridge_cli(settings, "webhooks", "get", created["id"])
+    code, out, err = await mailbridge_cli(settings, "admin", "webhooks", "get", created["id"])
     assert code == 1 and json.loads(err)["name"] == "not_found"

@@ -1,4 +1,5 @@
-"""API keys: listing is open to keys; everything else is the dashboard's (members only)."""
+"""API keys: listing is open to keys; creating, renaming, re-scoping and revoking are the
+dashboard's (members only: spec §5 rule 4)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from mailbridge.api.bodies import list_body, parse_body
 from mailbridge.api.deps import ContextDep, DashboardUser, PageDep, Reader, SessionDep
+from mailbridge.api.openapi import json_body
 from mailbridge.errors import NotFound
 from mailbridge.services import accounts
 from mailbridge.services.accounts import Permission, api_key_view
@@ -29,7 +31,7 @@ async def list_keys(principal: Reader, session: SessionDep, page: PageDep) -> di
     return list_body(result, api_key_view)
 
 
-@router.post("/api-keys", status_code=201)
+@router.post("/api-keys", status_code=201, openapi_extra=json_body(CreateApiKey))
 async def create_key(
     principal: DashboardUser, request: Request, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
@@ -38,6 +40,28 @@ async def create_key(
         session, context.clock, principal.team_id, body.name, body.permission, body.domain
     )
     return {"id": key.id, "token": token}
+
+
+class UpdateApiKey(BaseModel):
+    name: str | None = Field(
+        default=None, min_length=1, max_length=accounts.MAX_API_KEY_NAME_LENGTH
+    )
+    permission: Permission | None = None
+    domain: str | None = Field(default=None, max_length=253)
+
+
+@router.patch("/api-keys/{key_id}", openapi_extra=json_body(UpdateApiKey))
+async def update_key(
+    principal: DashboardUser, key_id: str, request: Request, session: SessionDep,
+    context: ContextDep,
+) -> dict[str, Any]:  # fmt: skip
+    """Rename or re-scope a key (members only, like every key change); its token stays."""
+    body = await parse_body(request, UpdateApiKey)
+    key = await accounts.update_api_key(
+        session, principal.team_id, key_id, body.model_dump(exclude_unset=True)
+    )
+    context.principals.clear()  # the new scope holds from the next request on
+    return api_key_view(key)
 
 
 @router.delete("/api-keys/{key_id}")
@@ -51,10 +75,12 @@ async def revoke_key(
 
 # Refusals, not operations: kept out of the OpenAPI document (one function under several
 # methods would give it duplicate operation ids).
-@router.api_route("/api-keys", methods=["PATCH", "PUT", "DELETE"], include_in_schema=False)
 @router.api_route(
-    "/api-keys/{rest:path}", methods=["POST", "PATCH", "PUT", "DELETE"], include_in_schema=False
-)
+    "/api-keys/{key_id}/{rest:path}", methods=["POST", "PATCH", "PUT", "DELETE"],
+    include_in_schema=False,
+)  # fmt: skip
 async def other_key_changes(principal: DashboardUser) -> JSONResponse:
-    """Anything else that would change keys: refused to API keys, unknown to members."""
+    """Anything else that would change a key (``/api-keys/:id/rotate`` ...): refused to API
+    keys, unknown to members. A method the document does not name on a path it does
+    (``PUT /api-keys/:id``, ``DELETE /api-keys``) is a 405 with ``Allow``."""
     raise NotFound()

@@ -11,12 +11,13 @@ from mailbridge.api.bodies import list_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
 from mailbridge.services import audiences
 from mailbridge.services.audiences import audience_view
+from mailbridge.wire import NonBlank
 
 router = APIRouter(tags=["audiences"])
 
 
 class CreateAudience(BaseModel):
-    name: str = Field(min_length=1, max_length=audiences.MAX_AUDIENCE_NAME_LENGTH)
+    name: NonBlank = Field(min_length=1, max_length=audiences.MAX_AUDIENCE_NAME_LENGTH)
 
 
 @router.post("/audiences", status_code=201)

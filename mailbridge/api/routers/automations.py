@@ -9,10 +9,14 @@ from pydantic import BaseModel
 
 from mailbridge.api.bodies import list_body, parse_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
+from mailbridge.api.openapi import json_body
 from mailbridge.engine.graph import Step
 from mailbridge.engine.vocabulary import stored_view
 from mailbridge.services import automations
 from mailbridge.services.automations import (
+    MAX_AUTOMATION_NAME_LENGTH,
+    STATUSES,
+    TRIGGER_CONFIG_FIELDS,
     NewAutomation,
     NewStep,
     automation_list_item,
@@ -21,31 +25,52 @@ from mailbridge.services.automations import (
     run_detail_view,
     run_view,
 )
+from mailbridge.wire import Absent, declared, trimmed
 
 router = APIRouter(tags=["automations"])
+
+# What the service's checks accept, for the document (they keep their own messages).
+Name = Annotated[str, declared(pattern=trimmed(MAX_AUTOMATION_NAME_LENGTH))]
+Status = Annotated[str, declared(enum=list(STATUSES))]
+TRIGGER_CONFIG = declared(
+    anyOf=[
+        {
+            "type": "object",
+            "properties": {field: {"type": "boolean"} for field in TRIGGER_CONFIG_FIELDS},
+            "additionalProperties": False,
+        },
+        {"type": "null"},
+    ]
+)
+NOT_NULL = declared(**{"not": {"type": "null"}})
 
 
 class AutomationFields(BaseModel):
     """The fields of an automation body; steps and connections stay raw for the graph
-    check, which names every problem."""
+    check, which names every problem. A PATCH may leave any out, but null only
+    ``trigger_config``; ``domain`` and ``audience_id`` cannot change."""
 
-    name: str | None = None
-    domain: str | None = None
-    audience_id: str | None = None
-    status: str | None = None
-    trigger: str | None = None
-    trigger_config: Any = None
-    steps: Any = None
-    connections: Any = None
+    name: Absent[Name] = None
+    domain: Absent[str] = None
+    audience_id: Absent[str] = None
+    status: Absent[Status] = None
+    trigger: Absent[str] = None
+    trigger_config: Annotated[Any, TRIGGER_CONFIG] = None
+    steps: Annotated[Any, NOT_NULL] = None
+    connections: Annotated[Any, NOT_NULL] = None
 
     def changes(self) -> dict[str, Any]:
         return {field: getattr(self, field) for field in self.model_fields_set}
 
 
 class CreateAutomation(AutomationFields):
-    name: str
+    name: Name
     domain: str
-    status: str = "disabled"
+    audience_id: str | None = None
+    status: Status = "disabled"
+    trigger: str | None = None
+    steps: Any = None
+    connections: Any = None
 
 
 class CreateStep(BaseModel):
@@ -65,7 +90,7 @@ class UpdateStep(BaseModel):
         return {field: getattr(self, field) for field in self.model_fields_set}
 
 
-@router.post("/automations", status_code=201)
+@router.post("/automations", status_code=201, openapi_extra=json_body(CreateAutomation))
 async def create_automation(
     principal: Writer, request: Request, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
@@ -95,7 +120,7 @@ async def get_automation(
     )
 
 
-@router.patch("/automations/{automation_id}")
+@router.patch("/automations/{automation_id}", openapi_extra=json_body(AutomationFields))
 async def update_automation(
     automation_id: str,
     principal: Writer,
@@ -145,7 +170,9 @@ def _stored(step: Step) -> dict[str, Any]:
     return stored_view(step)
 
 
-@router.post("/automations/{automation_id}/steps", status_code=201)
+@router.post(
+    "/automations/{automation_id}/steps", status_code=201, openapi_extra=json_body(CreateStep)
+)
 async def add_step(
     automation_id: str,
     principal: Writer,
@@ -168,7 +195,7 @@ async def get_step(
     return _stored(automations.find_step(graph, step_id))
 
 
-@router.patch("/automations/{automation_id}/steps/{step_id}")
+@router.patch("/automations/{automation_id}/steps/{step_id}", openapi_extra=json_body(UpdateStep))
 async def update_step(
     automation_id: str,
     step_id: str,

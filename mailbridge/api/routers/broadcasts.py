@@ -22,7 +22,8 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic.config import JsonDict
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.api.bodies import list_body
@@ -31,6 +32,7 @@ from mailbridge.services import audiences, campaigns
 from mailbridge.services.accounts import Principal
 from mailbridge.services.campaigns import CampaignFields, SendCampaign
 from mailbridge.services.context import ServiceContext
+from mailbridge.wire import LINE_PATTERN, read_by_name
 
 router = APIRouter(tags=["broadcasts"])
 
@@ -46,8 +48,30 @@ SHOWN = (
 )  # fmt: skip
 
 
+# ``scheduled_at`` is read (as POST /broadcasts/:id/send reads it: one line) only with
+# ``send: true``.
+SEND_NOW_OR_AT: JsonDict = {
+    "if": {"required": ["send"], "properties": {"send": {"const": True}}},
+    "then": {
+        "properties": {
+            "scheduled_at": {
+                "anyOf": [{"type": "string", "pattern": LINE_PATTERN}, {"type": "null"}]
+            }
+        }
+    },
+}
+
+
+def _create_schema(schema: JsonDict, model: type[BaseModel]) -> None:
+    read_by_name(schema, model)
+    before = schema.get("allOf")
+    schema["allOf"] = [*(before if isinstance(before, list) else []), SEND_NOW_OR_AT]
+
+
 class CreateBroadcast(CampaignFields):
-    send: bool = False
+    model_config = ConfigDict(json_schema_extra=_create_schema)
+
+    send: StrictBool = False
     scheduled_at: str | None = Field(default=None, max_length=200)
 
 

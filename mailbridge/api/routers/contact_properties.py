@@ -11,13 +11,15 @@ from mailbridge.api.bodies import list_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
 from mailbridge.services import audiences
 from mailbridge.services.audiences import contact_property_view
+from mailbridge.wire import declared
 
 router = APIRouter(tags=["contact-properties"])
 
 
 class CreateContactProperty(BaseModel):
-    key: str
-    type: str
+    key: str = declared(**audiences.PROPERTY_KEY_SCHEMA)
+    type: str = declared(enum=list(audiences.PROPERTY_TYPES))
+    # Of the property's `type` (a rule over two fields, checked by the service).
     fallback_value: Any = None
 
 

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.api.bodies import list_body, unpaged_list_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
+from mailbridge.api.openapi import json_body
 from mailbridge.services import audiences
 from mailbridge.services.audiences import (
     AudienceScope,
@@ -53,6 +54,12 @@ class UpdateContact(ContactChanges):
 class ContactBatch(BaseModel):
     audience_id: str | None = None
     contacts: list[NewContact] = Field(min_length=1, max_length=audiences.MAX_CONTACT_BATCH_SIZE)
+
+
+# The batch's other form: the bare array of contacts.
+ContactList = Annotated[
+    list[NewContact], Field(min_length=1, max_length=audiences.MAX_CONTACT_BATCH_SIZE)
+]
 
 
 def contact_filters(
@@ -216,7 +223,7 @@ async def list_contacts(
     return await _contacts_page(session, principal.team_id, result)
 
 
-@router.post("/contacts/batch")
+@router.post("/contacts/batch", openapi_extra=json_body(ContactBatch, ContactList))
 async def batch_contacts(
     body: Annotated[Any, Body()], principal: Writer, session: SessionDep, context: ContextDep,
     audience_id: AudienceQuery = None,

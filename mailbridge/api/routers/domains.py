@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool
 
 from mailbridge.api.bodies import list_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
@@ -17,32 +17,38 @@ from mailbridge.services.domains import (
     domain_summary_view,
     domain_view,
 )
+from mailbridge.wire import DomainName, declared
 
 router = APIRouter(tags=["domains"])
 
+# One DNS label, as `normalize_label` takes it (any case: it lower-cases).
+Label = Annotated[str, declared(pattern=domains.LABEL_PATTERN)]
+Region = Annotated[str, declared(enum=list(domains.REGIONS))]
+
 
 class CreateDomain(BaseModel):
-    name: str = Field(min_length=1, max_length=domains.MAX_DOMAIN_NAME_LENGTH)
-    region: str = domains.REGIONS[0]
-    custom_return_path: str = domains.DEFAULT_RETURN_PATH
-    tracking_subdomain: str = domains.DEFAULT_TRACKING_SUBDOMAIN
-    open_tracking: bool = False
-    click_tracking: bool = False
-    receiving: bool = False
+    name: DomainName = Field(min_length=1, max_length=domains.MAX_DOMAIN_NAME_LENGTH)
+    region: Region = domains.REGIONS[0]
+    # The two labels must differ (a rule over both, checked by the service).
+    custom_return_path: Label = domains.DEFAULT_RETURN_PATH
+    tracking_subdomain: Label = domains.DEFAULT_TRACKING_SUBDOMAIN
+    open_tracking: StrictBool = False
+    click_tracking: StrictBool = False
+    receiving: StrictBool = False
 
 
 class UpdateDomain(BaseModel):
-    open_tracking: bool | None = None
-    click_tracking: bool | None = None
+    open_tracking: StrictBool | None = None
+    click_tracking: StrictBool | None = None
     tls: Tls | None = None
-    tracking_subdomain: str | None = None
-    receiving: bool | None = None
+    tracking_subdomain: Label | None = None
+    receiving: StrictBool | None = None
 
 
 class ClaimDomain(BaseModel):
     """Resend's claim body; a claimed domain keeps its own settings, so only ``name`` counts."""
 
-    name: str = Field(min_length=1, max_length=domains.MAX_DOMAIN_NAME_LENGTH)
+    name: DomainName = Field(min_length=1, max_length=domains.MAX_DOMAIN_NAME_LENGTH)
 
 
 @router.post("/domains", status_code=201)
@@ -69,7 +75,9 @@ async def list_domains(principal: Reader, session: SessionDep, page: PageDep) ->
     return list_body(result, domain_summary_view)
 
 
-@router.post("/domains/claim")
+@router.post(
+    "/domains/claim", responses={201: {"description": "Claim started (200: one under way)"}}
+)
 async def claim_domain(
     body: ClaimDomain,
     principal: Writer,

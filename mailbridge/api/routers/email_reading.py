@@ -14,16 +14,23 @@ from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep
 from mailbridge.services import email as emails
 from mailbridge.services.email import EmailFilters, email_summary, email_view
 from mailbridge.services.instance import instance_secret
+from mailbridge.wire import declared
 
 router = APIRouter(tags=["emails"])
 
+# What ``EmailFilters.parse`` accepts: a known status; a recipient holding an ``@`` and,
+# once stripped, no line break; a tag with a name (before any ``:``) that is not blank.
+Status = Annotated[str, declared(enum=sorted(emails.EMAIL_EVENT_TYPES))]
+Recipient = Annotated[str, declared(pattern=r"^\s*[^\n]*@[^\n]*\s*$")]
+Tag = Annotated[str, declared(pattern=r"^[^:]*[^\s:]")]
+
 
 def email_filters(
-    status: Annotated[str | None, Query()] = None,
-    recipient: Annotated[str | None, Query()] = None,
+    status: Annotated[Status | None, Query()] = None,
+    recipient: Annotated[Recipient | None, Query()] = None,
     created_after: Annotated[str | None, Query()] = None,
     created_before: Annotated[str | None, Query()] = None,
-    tag: Annotated[list[str] | None, Query()] = None,
+    tag: Annotated[list[Tag] | None, Query()] = None,
 ) -> EmailFilters:
     return EmailFilters.parse(
         status=status,

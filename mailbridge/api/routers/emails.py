@@ -6,37 +6,47 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request
 from fastapi.responses import Response
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from mailbridge.api.deps import ContextDep, Sender
+from mailbridge.api.openapi import json_body
 from mailbridge.api.send_path import answer_response, answer_send
 from mailbridge.services import email as emails
 from mailbridge.services.accounts import Principal
+from mailbridge.wire import declared
 
 router = APIRouter(tags=["emails"])
-# The send routes read the header themselves; documented by hand.
+# The send routes read the header themselves; documented by hand (1 to 255 characters:
+# services/email/_idempotency.py check_key, a 400 otherwise).
 IDEMPOTENCY_KEY_DOC: dict[str, Any] = {
     "parameters": [
         {"name": "Idempotency-Key", "in": "header", "required": False,
-         "schema": {"type": "string"}},
+         "schema": {"type": "string", "minLength": 1, "maxLength": 255}},
     ]
 }  # fmt: skip
 
 
+# One to 100 emails (the service's own check, in its words).
+Batch = Annotated[
+    list[emails.SendEmailRequest], Field(min_length=1, max_length=emails.MAX_SEND_BATCH)
+]
+
+
 class Reschedule(BaseModel):
-    scheduled_at: str
+    # Not blank; what it names is the service's to read (ISO 8601 or "in 1 hour").
+    scheduled_at: Annotated[str, declared(pattern=r"\S")]
 
 
 # Well-formed JSON sends are answered by mailbridge.api.send_path ahead of these routes,
 # with the same functions; these stay the OpenAPI description and answer the rest.
-@router.post("/emails", openapi_extra=IDEMPOTENCY_KEY_DOC)
+@router.post("/emails", openapi_extra=IDEMPOTENCY_KEY_DOC | json_body(emails.SendEmailRequest))
 async def send_email(
     payload: Annotated[Any, Body()], request: Request, principal: Sender
 ) -> Response:
     return await _send(request, principal, payload, batch=False)
 
 
-@router.post("/emails/batch", openapi_extra=IDEMPOTENCY_KEY_DOC)
+@router.post("/emails/batch", openapi_extra=IDEMPOTENCY_KEY_DOC | json_body(Batch))
 async def send_batch(
     payload: Annotated[Any, Body()], request: Request, principal: Sender
 ) -> Response:

@@ -5,19 +5,36 @@ from __future__ import annotations
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Depends, Query, Response
 
-from mailbridge.api.deps import ContextDep, Reader, SessionDep
+from mailbridge.api.deps import ContextDep, CursorQuery, Reader, SessionDep
 from mailbridge.errors import NotFound
 from mailbridge.mail.signed_links import RECEIVED_ATTACHMENT, RECEIVED_RAW, read_received_token
 from mailbridge.services import inbound
 from mailbridge.services.context import ServiceContext
 from mailbridge.services.instance import instance_secret
+from mailbridge.storage.pagination import MAX_LIMIT, PageRequest
+from mailbridge.wire import declared
 
 router = APIRouter(tags=["receiving"])
 
 NO_CACHE = {"Cache-Control": "no-store"}
-LimitQuery = Annotated[str | None, Query()]
+# ``true``, ``false``, ``1`` or ``0``, in any case (``inbound.check_flag``).
+FLAG_PATTERN = "^(?:[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|1|0)$"
+FlagQuery = Annotated[Annotated[str, declared(pattern=FLAG_PATTERN)] | None, Query()]
+
+
+async def received_page(
+    limit: Annotated[int | None, Query(ge=1, le=MAX_LIMIT)] = None,
+    after: CursorQuery = None,
+    before: CursorQuery = None,
+) -> PageRequest:
+    """As ``deps.get_page`` declares them (a bad ``limit`` told in the spec's words by
+    ``envelope.translate_validation_error``), read as spec §8.3 reads the receiving lists."""
+    return inbound.receiving_page(None if limit is None else str(limit), after, before)
+
+
+ReceivedPageDep = Annotated[PageRequest, Depends(received_page)]
 
 
 async def _links(context: ServiceContext) -> inbound.Links:
@@ -27,10 +44,8 @@ async def _links(context: ServiceContext) -> inbound.Links:
 
 @router.get("/emails/receiving")
 async def list_received(
-    principal: Reader, session: SessionDep, limit: LimitQuery = None,
-    after: LimitQuery = None, before: LimitQuery = None,
-) -> dict[str, Any]:  # fmt: skip
-    page = inbound.receiving_page(limit, after, before)
+    principal: Reader, session: SessionDep, page: ReceivedPageDep
+) -> dict[str, Any]:
     found = await inbound.list_received(session, principal.team_id, page)
     return {
         "object": "list",
@@ -51,24 +66,19 @@ async def get_received(
 @router.get("/emails/receiving/{received_id}/attachments")
 async def list_received_attachments(
     received_id: str, principal: Reader, session: SessionDep, context: ContextDep,
-    limit: LimitQuery = None, after: LimitQuery = None, before: LimitQuery = None,
-    content: LimitQuery = None,
+    page: ReceivedPageDep, content: FlagQuery = None,
 ) -> dict[str, Any]:  # fmt: skip
-    page = inbound.receiving_page(limit, after, before)
     with_content = inbound.check_flag(content, "content")
     found = await inbound.list_attachments(session, principal.team_id, received_id, page)
     links = await _links(context)
-    root = context.settings.data_dir
-    return {
-        "object": "list",
-        "has_more": found.has_more,
-        "data": [
-            inbound.attachment_view(
-                item, links, inbound.attachment_content(root, item) if with_content else None
-            )
-            for item in found.items
-        ],
-    }
+    data = []
+    for item in found.items:
+        body = (
+            await inbound.attachment_content(session, context.settings.data_dir, item)
+            if with_content else None
+        )  # fmt: skip
+        data.append(inbound.attachment_view(item, links, body))
+    return {"object": "list", "has_more": found.has_more, "data": data}
 
 
 async def _token(context: ServiceContext, purpose: str, token: str) -> str:
@@ -96,7 +106,7 @@ async def download_attachment(token: str, session: SessionDep, context: ContextD
     item = await inbound.attachment_for_download(session, attachment_id)
     name = quote(item.filename or f"{item.id}.bin", safe="")
     return Response(
-        inbound.attachment_content(context.settings.data_dir, item),
+        await inbound.attachment_content(session, context.settings.data_dir, item),
         media_type=item.content_type,
         headers={"Content-Disposition": f"attachment; filename*=UTF-8''{name}", **NO_CACHE},
     )

@@ -16,12 +16,13 @@ from mailbridge.services.audiences import (
     registered_properties,
     segment_view,
 )
+from mailbridge.wire import NonBlank
 
 router = APIRouter(tags=["segments"])
 
 
 class CreateSegment(BaseModel):
-    name: str = Field(min_length=1, max_length=200)
+    name: NonBlank = Field(min_length=1, max_length=200)
     audience_id: str | None = None
     domain: str | None = None
     filter: SegmentFilter = Field(default_factory=SegmentFilter)

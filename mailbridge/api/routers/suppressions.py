@@ -6,29 +6,63 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from mailbridge.api.bodies import list_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
 from mailbridge.services import email as emails
 from mailbridge.services.email import MAX_SUPPRESSION_BATCH_SIZE as MAX_BATCH_SIZE
 from mailbridge.services.email import suppression_summary, suppression_view
+from mailbridge.wire import EmailAddress, declared
 
 router = APIRouter(tags=["suppressions"])
 
 
+# What `reason_of` takes: Resend's origins, or the reasons they are stored as.
+ORIGINS: list[JsonValue] = ["bounce", "complaint", "manual", "bounced", "complained"]
+# The service reads `origin or reason or "manual"`: an empty `origin` defers to `reason`.
+Origin = Annotated[str, declared(enum=[*ORIGINS, ""])]
+
+
+def _null(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def _only(given: str, other: str) -> dict[str, Any]:
+    """``given`` is a list; ``other`` is left out or null."""
+    return {
+        "required": [given],
+        "properties": {given: {"type": "array"}, other: {"type": "null"}},
+    }
+
+
 class AddSuppression(BaseModel):
-    email: str = Field(max_length=320)
+    # `reason` counts only when `origin` is left out, null or empty.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["origin"], "properties": {"origin": {"enum": ORIGINS}}},
+                {"properties": {"reason": _null({"enum": [*ORIGINS, ""]})}},
+            ]
+        }
+    )
+
+    email: EmailAddress = Field(max_length=320)
     # `origin` in Resend's words; `reason` in ours. Either: bounce, complaint or manual.
-    origin: str | None = None
+    origin: Origin | None = None
     reason: str | None = None
 
 
 class AddSuppressions(BaseModel):
-    emails: list[str] = Field(min_length=1, max_length=MAX_BATCH_SIZE)
+    emails: list[EmailAddress] = Field(min_length=1, max_length=MAX_BATCH_SIZE)
 
 
 class RemoveSuppressions(BaseModel):
+    # Exactly one of `emails` and `ids` (`_one_of` below).
+    model_config = ConfigDict(
+        json_schema_extra={"oneOf": [_only("emails", "ids"), _only("ids", "emails")]}
+    )
+
     emails: list[str] | None = Field(default=None, min_length=1, max_length=MAX_BATCH_SIZE)
     ids: list[str] | None = Field(default=None, min_length=1, max_length=MAX_BATCH_SIZE)
 
@@ -50,7 +84,10 @@ async def list_suppressions(
     return list_body(result, suppression_summary)
 
 
-@router.post("/suppressions")
+@router.post(
+    "/suppressions",
+    responses={201: {"description": "Added (200: the address was on the list already)"}},
+)
 async def add_suppression(
     principal: Writer, body: AddSuppression, session: SessionDep, context: ContextDep
 ) -> JSONResponse:

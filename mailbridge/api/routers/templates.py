@@ -2,29 +2,72 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
 from mailbridge.api.bodies import list_body, parse_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
+from mailbridge.api.openapi import json_body
 from mailbridge.errors import ValidationError
-from mailbridge.mail.templating import Variable
+from mailbridge.mail.templating import (
+    MAX_KEY_LENGTH,
+    MAX_VARIABLES,
+    RESERVED_KEYS,
+    VARIABLE_TYPES,
+    Variable,
+)
 from mailbridge.services import templates
 from mailbridge.services.templates import (
+    ADDRESS_PATTERN,
+    MAX_ALIAS_LENGTH,
+    MAX_FROM_LENGTH,
+    MAX_REPLY_TO,
+    MAX_SUBJECT_LENGTH,
+    MAX_TEMPLATE_NAME_LENGTH,
     TemplateChanges,
     TemplateContent,
     template_list_item,
     template_view,
 )
+from mailbridge.wire import END, SPACE, UUID_TEXT, Absent, declared, trimmed
 
 router = APIRouter(tags=["templates"])
 
+# What the templates service's checks accept, for the document (they keep their own
+# messages). Names, aliases and addresses are read stripped; an address is bare or
+# `Name <address>`; an alias must not read as a UUID.
+_BARE_ADDRESS = ADDRESS_PATTERN.pattern.replace(r"\s", SPACE)
+_ADDRESS = rf"(?:{_BARE_ADDRESS}|[^<>]*<[{SPACE}]*{_BARE_ADDRESS}[{SPACE}]*>)"
+Name = Annotated[str, declared(pattern=trimmed(MAX_TEMPLATE_NAME_LENGTH))]
+Html = Annotated[str, declared(pattern=f"[^{SPACE}]")]
+Alias = Annotated[
+    str,
+    declared(
+        pattern=rf"^[{SPACE}]*[A-Za-z0-9_-]{{1,{MAX_ALIAS_LENGTH}}}[{SPACE}]*{END}",
+        **{"not": {"pattern": rf"^[{SPACE}]*{UUID_TEXT}[{SPACE}]*{END}"}},
+    ),
+]
+# At most MAX_FROM_LENGTH characters once stripped: the lookahead.
+FromAddress = Annotated[
+    str,
+    declared(pattern=rf"^(?={trimmed(MAX_FROM_LENGTH)[1:]})[{SPACE}]*{_ADDRESS}[{SPACE}]*{END}"),
+]
+ReplyTo = Annotated[str, declared(pattern=rf"^[{SPACE}]*{_ADDRESS}[{SPACE}]*{END}")]
+Subject = Annotated[str, declared(maxLength=MAX_SUBJECT_LENGTH)]
+VariableKey = Annotated[
+    str,
+    declared(
+        pattern=rf"^[A-Za-z0-9_]{{1,{MAX_KEY_LENGTH}}}{END}",
+        **{"not": {"enum": sorted(RESERVED_KEYS)}},
+    ),
+]
+
 
 class VariableBody(BaseModel):
-    key: str
-    type: str
+    key: VariableKey
+    type: Annotated[str, declared(enum=list(VARIABLE_TYPES))]
     fallback_value: Any = None
 
     def to_variable(self) -> Variable:
@@ -32,21 +75,22 @@ class VariableBody(BaseModel):
 
 
 class TemplateFields(BaseModel):
-    """The fields of a template body; which are required depends on the route."""
+    """The fields of a template body; which are required depends on the route (a PATCH
+    may leave any out, but null only the optional ones)."""
 
-    name: str | None = None
-    html: str | None = None
-    alias: str | None = None
-    from_address: str | None = Field(default=None, alias="from")
-    subject: str | None = None
-    reply_to: str | list[str] | None = None
+    name: Absent[Name] = None
+    html: Absent[Html] = None
+    alias: Alias | None = None
+    from_address: FromAddress | None = Field(default=None, alias="from")
+    subject: Subject | None = None
+    reply_to: ReplyTo | Annotated[list[ReplyTo], declared(maxItems=MAX_REPLY_TO)] | None = None
     text: str | None = None
-    variables: list[VariableBody] | None = None
+    variables: Annotated[list[VariableBody], declared(maxItems=MAX_VARIABLES)] | None = None
 
 
 class CreateTemplate(TemplateFields):
-    name: str
-    html: str
+    name: Name
+    html: Html
 
 
 def _reference(template_id: str) -> dict[str, Any]:
@@ -79,7 +123,7 @@ def _changes(body: TemplateFields) -> TemplateChanges:
     return changes
 
 
-@router.post("/templates", status_code=201)
+@router.post("/templates", status_code=201, openapi_extra=json_body(CreateTemplate))
 async def create_template(
     principal: Writer, request: Request, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
@@ -110,7 +154,7 @@ async def get_template(principal: Reader, id_or_alias: str, session: SessionDep)
     return template_view(await templates.get_template(session, principal.team_id, id_or_alias))
 
 
-@router.patch("/templates/{id_or_alias}")
+@router.patch("/templates/{id_or_alias}", openapi_extra=json_body(TemplateFields))
 async def update_template(
     principal: Writer,
     id_or_alias: str,

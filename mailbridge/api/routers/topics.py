@@ -12,15 +12,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.api.bodies import list_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
+from mailbridge.api.openapi import json_body
 from mailbridge.services import audiences
 from mailbridge.services.audiences import TopicChoice, subscription_view, topic_view
 from mailbridge.storage.tables import Contact
+from mailbridge.wire import NonBlank
 
 router = APIRouter(tags=["topics"])
 
 
 class CreateTopic(BaseModel):
-    name: str = Field(min_length=1, max_length=audiences.MAX_TOPIC_NAME_LENGTH)
+    name: NonBlank = Field(min_length=1, max_length=audiences.MAX_TOPIC_NAME_LENGTH)
     default_subscription: Literal["opt_in", "opt_out"]
     description: str | None = Field(default=None, max_length=audiences.MAX_TOPIC_DESCRIPTION_LENGTH)
     visibility: Literal["public", "private"] = "public"
@@ -87,7 +89,9 @@ async def contact_topics(
     return list_body(result, subscription_view)
 
 
-@router.patch("/contacts/{id_or_email}/topics")
+@router.patch(
+    "/contacts/{id_or_email}/topics", openapi_extra=json_body(TopicChoices, list[TopicChoice])
+)
 async def update_contact_topics(
     id_or_email: str, body: Annotated[Any, Body()], principal: Writer, session: SessionDep,
     context: ContextDep, audience_id: Annotated[str | None, Query()] = None,

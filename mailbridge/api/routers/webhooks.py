@@ -16,18 +16,28 @@ from mailbridge.services.webhooks import (
     delivery_view,
     webhook_view,
 )
+from mailbridge.wire import declared
 
 router = APIRouter(tags=["webhooks"])
 
 
+Endpoint = Annotated[
+    str, declared(pattern=webhooks.ENDPOINT_PATTERN, maxLength=webhooks.MAX_ENDPOINT_LENGTH)
+]
+# Known names; repeats are dropped.
+Events = Annotated[
+    list[Annotated[str, declared(enum=list(webhooks.WEBHOOK_EVENTS))]], declared(minItems=1)
+]
+
+
 class CreateWebhook(BaseModel):
-    endpoint: str = Field(min_length=1)
-    events: list[str]
+    endpoint: Endpoint = Field(min_length=1)
+    events: Events
 
 
 class UpdateWebhook(BaseModel):
-    endpoint: str | None = Field(default=None, min_length=1)
-    events: list[str] | None = None
+    endpoint: Endpoint | None = Field(default=None, min_length=1)
+    events: Events | None = None
     status: Literal["enabled", "disabled"] | None = None
 
 

@@ -15,8 +15,24 @@ from mailbridge.services.accounts._api_keys import (
     create_api_key,
     list_api_keys,
     revoke_api_key,
+    update_api_key,
 )
 from mailbridge.services.accounts._auth import Action, Principal, authenticate, bearer_token
+from mailbridge.services.accounts._invitations import (
+    INVITATION_LIFETIME,
+    accept_invitation,
+    invite_member,
+    open_invitation,
+    pending_invitations,
+    withdraw_invitation,
+)
+from mailbridge.services.accounts._members import (
+    change_role,
+    list_members,
+    member_by_email,
+    member_view,
+    remove_member,
+)
 from mailbridge.services.accounts._plans import plan_named
 from mailbridge.services.accounts._quotas import QuotaLedger, lock_teams
 from mailbridge.services.accounts._request_logs import (
@@ -28,6 +44,13 @@ from mailbridge.services.accounts._request_logs import (
     log_view,
     purge_old_logs,
 )
+from mailbridge.services.accounts._sign_in import (
+    MIN_PASSWORD_LENGTH,
+    hash_password,
+    set_password,
+    sign_in,
+    sign_out,
+)
 from mailbridge.services.accounts._teams import (
     Role,
     count_teams,
@@ -38,7 +61,9 @@ from mailbridge.services.accounts._teams import (
 from mailbridge.services.accounts._teams import add_member as add_team_member
 
 __all__ = [
+    "INVITATION_LIFETIME",
     "MAX_API_KEY_NAME_LENGTH",
+    "MIN_PASSWORD_LENGTH",
     "Action",
     "CapturedBody",
     "LogEntry",
@@ -47,21 +72,36 @@ __all__ = [
     "QuotaLedger",
     "RequestLogSink",
     "Role",
+    "accept_invitation",
     "add_team_member",
     "api_key_view",
     "authenticate",
     "bearer_token",
+    "change_role",
     "count_teams",
     "create_api_key",
     "create_team",
     "get_log",
+    "hash_password",
+    "invite_member",
     "list_api_keys",
     "list_logs",
+    "list_members",
     "lock_teams",
     "log_view",
+    "member_by_email",
+    "member_view",
+    "open_invitation",
+    "pending_invitations",
     "plan_named",
     "purge_old_logs",
+    "remove_member",
     "resolve_team",
     "revoke_api_key",
+    "set_password",
     "set_timezone",
+    "sign_in",
+    "sign_out",
+    "update_api_key",
+    "withdraw_invitation",
 ]

@@ -80,6 +80,31 @@ async def revoke_api_key(
     return key
 
 
+async def update_api_key(
+    session: AsyncSession, team_id: str, key_id: str, changes: dict[str, Any]
+) -> ApiKey:
+    """Rename or re-scope a key (its token stays the same). ``changes`` holds the fields
+    given: ``name``, ``permission``, ``domain`` (null: any domain). A key made
+    ``full_access`` loses its domain; a ``domain`` needs ``sending_access``."""
+    key = await get_api_key(session, team_id, key_id)
+    name = key.name
+    if "name" in changes:
+        name = str(changes["name"] or "").strip()
+        if not name or len(name) > MAX_NAME_LENGTH:
+            raise ValidationError(f"`name` must be 1 to {MAX_NAME_LENGTH} characters.")
+    permission = Permission(changes.get("permission") or key.permission)
+    domain = key.domain
+    if "domain" in changes:
+        domain = changes["domain"].lower() if changes["domain"] else None
+    elif "permission" in changes and permission is Permission.FULL_ACCESS:
+        domain = None
+    if domain is not None and permission is not Permission.SENDING_ACCESS:
+        raise ValidationError("`domain` can only limit a key with `sending_access`.")
+    key.name, key.permission, key.domain = name, permission.value, domain
+    await session.commit()
+    return key
+
+
 def api_key_view(key: ApiKey) -> dict[str, Any]:
     return {
         "id": key.id,

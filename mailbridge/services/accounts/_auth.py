@@ -33,7 +33,8 @@ class Action(Enum):
     READ = "read"
     WRITE = "write"  # create, change, delete
     SEND = "send"  # the transactional send endpoints
-    DASHBOARD = "dashboard"  # key management: never with an API key
+    DASHBOARD = "dashboard"  # key and member management: never with an API key
+    DASHBOARD_READ = "dashboard_read"  # what only members see (any role, never a key)
 
 
 @dataclass(frozen=True)
@@ -55,9 +56,9 @@ class Principal:
         if self.is_api_key:
             if self.permission is Permission.SENDING_ACCESS and action is not Action.SEND:
                 raise RestrictedApiKey()
-            if action is Action.DASHBOARD:
+            if action in (Action.DASHBOARD, Action.DASHBOARD_READ):
                 raise DashboardOnly()
-        elif self.role is Role.VIEW_ONLY and action is not Action.READ:
+        elif self.role is Role.VIEW_ONLY and action not in (Action.READ, Action.DASHBOARD_READ):
             raise ViewOnlyMember()
 
     def expired(self, now: datetime) -> bool:

@@ -23,6 +23,7 @@ from sqlalchemy import delete, insert, select, update
 from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import NotFound
 from mailbridge.storage.database import Database
+from mailbridge.storage.outages import describe, is_unavailable
 from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.queries import table_of
 from mailbridge.storage.sqlite_writer import SqliteWriter
@@ -186,8 +187,12 @@ class RequestLogSink:
             self._wakeup.clear()
             try:
                 await self.flush()
-            except Exception:
-                logger.exception("writing the request log failed; entries dropped")
+            except Exception as exc:
+                if is_unavailable(exc):  # one line, not a traceback every 50 ms
+                    logger.warning("request log entries dropped: database unavailable (%s)",
+                                   describe(exc))  # fmt: skip
+                else:
+                    logger.exception("writing the request log failed; entries dropped")
 
 
 def _write_inline(

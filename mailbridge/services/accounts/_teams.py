@@ -63,7 +63,7 @@ async def resolve_team(session: AsyncSession, ref: str | None) -> Team:
         if len(teams) == 1:
             return teams[0]
         if not teams:
-            raise ConfigurationError("no team yet: run `mailbridge teams create --name NAME`")
+            raise ConfigurationError("no team yet: run `mailbridge admin teams create --name NAME`")
         raise ConfigurationError("several teams exist: pass --team NAME")
     team = await session.scalar(select(Team).where((Team.id == ref) | (Team.name == ref)))
     if team is None:
@@ -72,10 +72,18 @@ async def resolve_team(session: AsyncSession, ref: str | None) -> Team:
 
 
 async def add_member(
-    session: AsyncSession, clock: Clock, team: Team, email: str, role: Role
+    session: AsyncSession,
+    clock: Clock,
+    team: Team,
+    email: str,
+    role: Role,
+    password_hash: str | None = None,
 ) -> tuple[Member, str]:
     """Add a member and open a session for them; returns the member and the session token."""
-    member = Member(team_id=team.id, email=email.lower(), role=role.value, created_at=clock.now())
+    member = Member(
+        team_id=team.id, email=email.lower(), role=role.value, password_hash=password_hash,
+        created_at=clock.now(),
+    )  # fmt: skip
     session.add(member)
     try:
         await session.flush()

@@ -41,7 +41,9 @@ from mailbridge.services.audiences._contacts import (
     normalize_email,
     update_contact,
 )
+from mailbridge.services.audiences._properties import KEY_WIRE_SCHEMA as PROPERTY_KEY_SCHEMA
 from mailbridge.services.audiences._properties import (
+    PROPERTY_TYPES,
     check_contact_properties,
     contact_property_view,
     create_property,
@@ -61,6 +63,7 @@ from mailbridge.services.audiences._segments import (
     list_segments,
     member_ids,
     segment_contacts,
+    segment_size,
     segment_view,
     segments_of_contact,
     update_segment,
@@ -87,6 +90,8 @@ __all__ = [
     "MAX_CONTACT_BATCH_SIZE",
     "MAX_TOPIC_DESCRIPTION_LENGTH",
     "MAX_TOPIC_NAME_LENGTH",
+    "PROPERTY_KEY_SCHEMA",
+    "PROPERTY_TYPES",
     "AudienceScope",
     "ContactChanges",
     "ContactFields",
@@ -134,6 +139,7 @@ __all__ = [
     "remove_segment_member",
     "resolve_audience",
     "segment_contacts",
+    "segment_size",
     "segment_view",
     "segments_of_contact",
     "set_choices",

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from email_validator import EmailNotValidError, validate_email
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -36,6 +36,7 @@ from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.queries import is_uuid
 from mailbridge.storage.tables import Audience, Contact, ContactProperty, Segment, SegmentMember
 from mailbridge.storage.types import new_id
+from mailbridge.wire import EmailAddress
 
 MAX_NAME_LENGTH = 200
 
@@ -47,18 +48,18 @@ class ContactFields(BaseModel):
 
     first_name: str | None = Field(default=None, max_length=MAX_NAME_LENGTH)
     last_name: str | None = Field(default=None, max_length=MAX_NAME_LENGTH)
-    unsubscribed: bool | None = None  # null: unchanged
+    unsubscribed: StrictBool | None = None  # null: unchanged
     # Merged into the stored ones; a key set to null is removed.
     properties: dict[str, Any] | None = None
 
 
 class NewContact(ContactFields):
-    email: str = Field(max_length=320)
+    email: EmailAddress = Field(max_length=320)
 
 
 class ContactChanges(ContactFields):
     # Repeats the address that names the contact (the Resend SDK sends it); never a new one.
-    email: str | None = None
+    email: EmailAddress | None = None
 
 
 class TopicChoice(BaseModel):

@@ -28,6 +28,7 @@ from mailbridge.services.context import ServiceContext
 from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.queries import get_owned
 from mailbridge.storage.tables import Contact, ContactProperty
+from mailbridge.wire import END
 
 PROPERTY_TYPES = ("string", "number", "boolean", "date")
 KEY_PATTERN = re.compile(r"[A-Za-z0-9_]{1,50}")
@@ -38,6 +39,17 @@ RESERVED_KEYS = frozenset(
      "updated_at", "properties"}
 )  # fmt: skip
 MAX_STRING_LENGTH = 2000
+
+
+def _any_case(word: str) -> str:
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in word)
+
+
+# What ``check_key`` accepts, for the OpenAPI document: KEY_PATTERN, not a reserved key.
+KEY_WIRE_SCHEMA: dict[str, Any] = {
+    "pattern": rf"^[A-Za-z0-9_]{{1,50}}{END}",
+    "not": {"pattern": f"^(?:{'|'.join(sorted(map(_any_case, RESERVED_KEYS)))})$"},
+}
 
 
 def check_key(key: str) -> str:

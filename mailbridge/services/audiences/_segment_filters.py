@@ -35,6 +35,7 @@ from sqlalchemy.types import TypeEngine
 from mailbridge.errors import ValidationError
 from mailbridge.storage.queries import is_uuid
 from mailbridge.storage.tables import Contact, ContactEngagement, ContactProperty, SegmentMember
+from mailbridge.wire import END, UUID_TEXT, declared
 
 Status = Literal["all", "subscribed", "unsubscribed", "members_only"]
 Operator = Literal[
@@ -66,7 +67,7 @@ class Engagement(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     event: EngagementEvent
-    campaign_id: str
+    campaign_id: str = declared(pattern=f"^{UUID_TEXT}{END}")  # what `is_uuid` takes
 
     @field_validator("campaign_id")
     @classmethod

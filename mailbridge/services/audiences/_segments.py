@@ -246,3 +246,8 @@ async def segments_of_contact(
             matching.append(segment.id)
     query = select(Segment).where(Segment.team_id == team_id, Segment.id.in_(matching))
     return await paginate(session, query, Segment, page)
+
+
+async def segment_size(session: AsyncSession, team_id: str, segment_id: str) -> int:
+    """How many contacts the team's segment holds now (the dashboard's count)."""
+    return await count_members(session, await get_segment(session, team_id, segment_id))

@@ -9,6 +9,11 @@ built-in activity to the engine (``BuiltInTriggers``).
 from __future__ import annotations
 
 from mailbridge.services.automations._automations import (
+    MAX_NAME_LENGTH as MAX_AUTOMATION_NAME_LENGTH,
+)
+from mailbridge.services.automations._automations import (
+    STATUSES,
+    TRIGGER_CONFIG_FIELDS,
     NewAutomation,
     automation_list_item,
     automation_view,
@@ -24,6 +29,11 @@ from mailbridge.services.automations._automations import (
 from mailbridge.services.automations._backend import sql_engine
 from mailbridge.services.automations._builtin_triggers import BuiltInTriggers
 from mailbridge.services.automations._event_definitions import (
+    BUILT_IN_PREFIXES,
+    FIELD_PATTERN,
+    FIELD_TYPES,
+    MAX_DESCRIPTION_LENGTH,
+    MAX_FIELDS,
     create_definition,
     delete_definition,
     event_definition_view,
@@ -31,9 +41,18 @@ from mailbridge.services.automations._event_definitions import (
     list_definitions,
     update_definition,
 )
+from mailbridge.services.automations._event_definitions import (
+    MAX_NAME_LENGTH as MAX_EVENT_NAME_LENGTH,
+)
 from mailbridge.services.automations._event_intake import SendEventRequest, send_event
 from mailbridge.services.automations._graphs import graph_of
-from mailbridge.services.automations._runs import get_run, list_runs, run_detail_view, run_view
+from mailbridge.services.automations._runs import (
+    get_run,
+    list_runs,
+    run_detail_view,
+    run_view,
+    runs_of_contact,
+)
 from mailbridge.services.automations._steps import (
     NewStep,
     add_step,
@@ -43,6 +62,15 @@ from mailbridge.services.automations._steps import (
 )
 
 __all__ = [
+    "BUILT_IN_PREFIXES",
+    "FIELD_PATTERN",
+    "FIELD_TYPES",
+    "MAX_AUTOMATION_NAME_LENGTH",
+    "MAX_DESCRIPTION_LENGTH",
+    "MAX_EVENT_NAME_LENGTH",
+    "MAX_FIELDS",
+    "STATUSES",
+    "TRIGGER_CONFIG_FIELDS",
     "BuiltInTriggers",
     "NewAutomation",
     "NewStep",
@@ -68,6 +96,7 @@ __all__ = [
     "list_runs",
     "run_detail_view",
     "run_view",
+    "runs_of_contact",
     "send_event",
     "sql_engine",
     "stop_automation",

@@ -38,6 +38,13 @@ def events_of(activity: ActivityEvent) -> Iterable[Event]:
     elif activity.type.startswith("email."):
         for address in data.get("to") or []:
             yield Event(activity.team_id, activity.type, email=str(address).lower(), payload=data)
+    elif activity.type.startswith("poll."):
+        # A vote is about its contact, or about the address the mail went to.
+        team_id, name = activity.team_id, activity.type
+        if data.get("contact_id"):
+            yield Event(team_id, name, contact_id=str(data["contact_id"]), payload=data)
+        elif data.get("email"):
+            yield Event(team_id, name, email=str(data["email"]), payload=data)
 
 
 class BuiltInTriggers:

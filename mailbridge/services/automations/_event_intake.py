@@ -8,7 +8,8 @@ A payload is checked against the event's definition when one exists.
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sqlalchemy import select
@@ -21,16 +22,24 @@ from mailbridge.services.automations._backend import SQLBackend, sql_engine
 from mailbridge.services.context import ServiceContext
 from mailbridge.storage.queries import is_uuid
 from mailbridge.storage.tables import Contact, EventDefinition
+from mailbridge.wire import SPACE, EmailAddress, declared
 
-BUILT_IN_PREFIXES = ("email.", "contact.", "domain.", "automation.", "template.")
+BUILT_IN_PREFIXES = ("email.", "contact.", "domain.", "automation.", "template.", "poll.")
+# A name of theirs, as `event` is read (stripped), for the document.
+BUILT_IN_EVENT = f"^[{SPACE}]*(?:" + "|".join(map(re.escape, BUILT_IN_PREFIXES)) + ")"
 
 
 class SendEventRequest(BaseModel):
+    """The body; which contact (``contact_id`` or ``email``, exactly one) is checked here,
+    whether it exists and the payload by :func:`send_event`."""
+
     model_config = ConfigDict(extra="ignore")
 
-    event: str = Field(min_length=1, max_length=200)
+    event: Annotated[
+        str, Field(min_length=1, max_length=200), declared(**{"not": {"pattern": BUILT_IN_EVENT}})
+    ]
     contact_id: str | None = None
-    email: str | None = None
+    email: EmailAddress | None = None
     payload: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")

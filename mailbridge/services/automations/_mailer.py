@@ -20,10 +20,12 @@ from mailbridge.engine.ports import OutgoingEmail, SendRefused
 from mailbridge.errors import ApiError, DailyQuotaExceeded, MonthlyQuotaExceeded
 from mailbridge.mail import templating
 from mailbridge.services import email as emails
+from mailbridge.services import polls
 from mailbridge.services.accounts import Principal, QuotaLedger, lock_teams
 from mailbridge.services.context import ServiceContext
 from mailbridge.services.email import SendEmailRequest, SendJob, prepare_email
 from mailbridge.services.email import store_email as store
+from mailbridge.services.polls import Voter
 
 _EMAIL_IDS = uuid.UUID("5b0b8d0e-3f5c-4c1e-9a57-6d1c1b7e0a11")
 QUOTA_RETRY = timedelta(hours=1)
@@ -50,18 +52,15 @@ class SQLMailer:
             return email_id
         now = self.context.clock.now()
         contact = email.contact
+        html, text = await self._bodies(email)
         body = SendEmailRequest.model_validate(
             {
                 "from": email.from_address,
                 "to": [email.to],
                 "reply_to": email.reply_to or [],
                 "subject": templating.render(email.subject, email.variables, contact=contact),
-                "html": templating.render(email.html, email.variables, contact=contact, html=True)
-                if email.html
-                else None,
-                "text": templating.render(email.text, email.variables, contact=contact)
-                if email.text
-                else None,
+                "html": html,
+                "text": text,
                 "tags": [{"name": "automation_id", "value": email.automation_id}],
             }
         )
@@ -85,6 +84,33 @@ class SQLMailer:
         self._jobs.append(SendJob(email.team_id, [prepared]))
         self._ids.add(email_id)
         return email_id
+
+    async def _bodies(self, email: OutgoingEmail) -> tuple[str | None, str | None]:
+        """The html and text for the run's contact: variables, and the vote links of the
+        polls the template embeds (a poll deleted since the graph was written renders as
+        nothing)."""
+        contact = email.contact
+
+        def render(source: str, *, as_html: bool = False) -> str:
+            return templating.render(source, email.variables, contact=contact, html=as_html)
+
+        links = await polls.poll_links(
+            self.session, self.context, email.team_id, [email.html, email.text],
+            strict=False, writing=True,
+        )  # fmt: skip
+        if links is None:
+            return (
+                render(email.html, as_html=True) if email.html else None,
+                render(email.text) if email.text else None,
+            )
+        voter = Voter.of(str(contact.get("id") or "") or None, email.to)
+        html = (
+            links.render(email.html, voter, html=True, around=lambda p: render(p, as_html=True))
+            if email.html
+            else None
+        )
+        text = links.render(email.text, voter, around=render) if email.text else None
+        return html, text
 
     async def _suppressed(self, team_id: str) -> set[str]:
         """The team's suppression list, read once a transaction (not once an email)."""

@@ -149,3 +149,16 @@ async def cancel_running(session: AsyncSession, clock: Clock, automation: Automa
             },
         )
     return len(rows)
+
+
+async def runs_of_contact(
+    session: AsyncSession, team_id: str, contact_id: str, limit: int = 20
+) -> list[AutomationRun]:
+    """A contact's latest runs, in every automation of the team (the dashboard's contact)."""
+    rows = await session.scalars(
+        select(AutomationRun)
+        .where(AutomationRun.team_id == team_id, AutomationRun.contact_id == contact_id)
+        .order_by(AutomationRun.created_at.desc())
+        .limit(limit)
+    )
+    return list(rows.all())

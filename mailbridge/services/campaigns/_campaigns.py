@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import ValidationError
-from mailbridge.services import audiences, templates
+from mailbridge.services import audiences, polls, templates
 from mailbridge.services.campaigns._calendar import validate_recurrence
 from mailbridge.services.campaigns._requests import CampaignFields
 from mailbridge.storage.pagination import Page, PageRequest, paginate
@@ -160,6 +160,12 @@ async def _check_references(session: AsyncSession, team_id: str, campaign: Campa
         campaign.template_id = template.template_id
     if campaign.recurrence is not None:
         campaign.recurrence = validate_recurrence(campaign.recurrence)
+    variants = (campaign.ab or {}).get("variants") or []
+    await polls.check_embedded_polls(
+        session, team_id, campaign.html, campaign.text,
+        *(variant.get(part) for variant in variants for part in ("html", "text")),
+        subjects=[campaign.subject, *(variant.get("subject") for variant in variants)],
+    )  # fmt: skip
 
 
 def _apply(campaign: Campaign, fields: CampaignFields, given: set[str]) -> None:

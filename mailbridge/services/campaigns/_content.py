@@ -23,6 +23,7 @@ from mailbridge.errors import ValidationError
 from mailbridge.mail import templating
 from mailbridge.mail.templating import Variable
 from mailbridge.services import templates
+from mailbridge.services.polls import PollLinks, Voter
 from mailbridge.storage.tables import Campaign
 
 _BODY_TAG = re.compile(r"<body\b[^>]*>", re.IGNORECASE)
@@ -65,8 +66,11 @@ class Content:
             text=variant.get("text") if variant.get("text") is not None else self.text,
         )
 
-    def personalized(self, contact: dict[str, Any]) -> tuple[str, str | None, str | None]:
-        """The subject, html and text one contact receives."""
+    def personalized(
+        self, contact: dict[str, Any], polls: PollLinks | None = None
+    ) -> tuple[str, str | None, str | None]:
+        """The subject, html and text one contact receives; ``polls`` renders the vote links
+        of the polls the body embeds, signed for this contact."""
         declared = self.declared
 
         def render(text: str | None, *, as_html: bool = False) -> str | None:
@@ -78,10 +82,18 @@ class Content:
                 text, self.variables, declared=declared, contact=contact, html=as_html
             )
 
-        html = render(self.html, as_html=True)
+        def render_body(text: str | None, *, as_html: bool = False) -> str | None:
+            if not text or polls is None or "{{{" not in text:
+                return render(text, as_html=as_html)
+            voter = Voter.of(contact.get("id"), str(contact.get("email") or ""))
+            return polls.render(
+                text, voter, html=as_html, around=lambda part: render(part, as_html=as_html) or ""
+            )
+
+        html = render_body(self.html, as_html=True)
         if html and self.preview_text:
             html = _with_preheader(html, self.preview_text)
-        return render(self.subject) or self.subject, html, render(self.text)
+        return render(self.subject) or self.subject, html, render_body(self.text)
 
 
 def _with_preheader(html: str, preview_text: str) -> str:

@@ -31,6 +31,7 @@ from sqlalchemy import and_, exists, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.errors import ApiError
+from mailbridge.services import polls
 from mailbridge.services.accounts import Principal, QuotaLedger, lock_teams
 from mailbridge.services.activity import record_event
 from mailbridge.services.campaigns._ab import ab_result
@@ -239,6 +240,12 @@ async def _make_emails(
     bases: dict[str, dict[str, Any]] = {}
     emails: list[dict[str, Any]] = []
     marked: list[dict[str, Any]] = []
+    # Checked at send; a poll deleted since then renders as nothing.
+    links = await polls.poll_links(
+        session, context, campaign.team_id,
+        [text for content in contents.values() for text in (content.html, content.text)],
+        strict=False, writing=True,
+    )  # fmt: skip
     for contact_id, address, variant, first_name, last_name, properties in recipients:
         arm = variant or ""
         content = contents[arm]
@@ -249,7 +256,7 @@ async def _make_emails(
             "id": contact_id, "email": address, "first_name": first_name,
             "last_name": last_name, "properties": properties or {},
         }  # fmt: skip
-        subject, html, text = content.personalized(contact)
+        subject, html, text = content.personalized(contact, links)
         email_id = new_id()
         domain = str(base["message_id"]).rsplit("@", 1)[-1]
         emails.append({

@@ -27,7 +27,7 @@ from datetime import timedelta
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.errors import ValidationError
-from mailbridge.services import accounts
+from mailbridge.services import accounts, polls
 from mailbridge.services.accounts import Principal, QuotaLedger
 from mailbridge.services.campaigns._calendar import (
     Recurrence,
@@ -49,7 +49,11 @@ CANCELABLE = ("scheduled", "recurring", *ACTIVE)
 async def check_content(
     session: AsyncSession, context: ServiceContext, principal: Principal, content: Content
 ) -> None:
-    """What POST /emails would say of one of the campaign's emails (to a stand-in)."""
+    """What POST /emails would say of one of the campaign's emails (to a stand-in), and
+    that every poll it embeds still exists."""
+    await polls.check_embedded_polls(
+        session, principal.team_id, content.html, content.text, subjects=[content.subject]
+    )
     sender_domain = content.from_address.rsplit("@", 1)[-1].rstrip(">").strip()
     body = SendEmailRequest.model_validate({
         "from": content.from_address, "to": [f"campaign-check@{sender_domain}"],

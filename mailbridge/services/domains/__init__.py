@@ -17,6 +17,7 @@ from mailbridge.services.domains._claims import (
 from mailbridge.services.domains._domains import (
     DEFAULT_RETURN_PATH,
     DEFAULT_TRACKING_SUBDOMAIN,
+    LABEL_PATTERN,
     REGIONS,
     DomainChanges,
     DomainOptions,
@@ -41,6 +42,7 @@ from mailbridge.services.domains._verification import recheck_due_domains, verif
 __all__ = [
     "DEFAULT_RETURN_PATH",
     "DEFAULT_TRACKING_SUBDOMAIN",
+    "LABEL_PATTERN",
     "MAX_DOMAIN_NAME_LENGTH",
     "REGIONS",
     "DomainChanges",

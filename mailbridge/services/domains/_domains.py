@@ -54,6 +54,8 @@ DEFAULT_RETURN_PATH = "send"
 DEFAULT_TRACKING_SUBDOMAIN = "links"
 MAX_NAME_LENGTH = 253
 _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
+# A label as `normalize_label` takes it (before lower-casing), for the OpenAPI document.
+LABEL_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"
 
 
 class Tls(StrEnum):

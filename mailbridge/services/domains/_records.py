@@ -231,8 +231,11 @@ def _port(text: str, value: str) -> int:
     return int(text)
 
 
-def build_resolver(settings: Settings) -> dns.asyncresolver.Resolver:
-    """A resolver for ``settings.dns_nameserver``, or the system's when unset."""
+def build_resolver(
+    settings: Settings, cache: dns.resolver.LRUCache | None = None
+) -> dns.asyncresolver.Resolver:
+    """A resolver for ``settings.dns_nameserver``, or the system's when unset; with a
+    ``cache``, answers are kept for their TTL (dnspython's cache)."""
     if settings.dns_nameserver:
         host, port = parse_nameserver(settings.dns_nameserver)
         resolver = dns.asyncresolver.Resolver(configure=False)
@@ -241,6 +244,7 @@ def build_resolver(settings: Settings) -> dns.asyncresolver.Resolver:
     else:
         resolver = dns.asyncresolver.Resolver()
     resolver.lifetime = LOOKUP_SECONDS
+    resolver.cache = cache
     return resolver
 
 
@@ -299,10 +303,13 @@ async def check_records(
     return {record.key.value: status.value for record, status in zip(records, results, strict=True)}
 
 
-async def txt_values(settings: Settings, fqdn: str) -> list[str] | None:
-    """The TXT values at ``fqdn``; None when the lookup could not conclude."""
+async def txt_values(
+    settings: Settings, fqdn: str, cache: dns.resolver.LRUCache | None = None
+) -> list[str] | None:
+    """The TXT values at ``fqdn``; None when the lookup could not conclude. With a
+    ``cache``: what it holds still within its TTL, else looked up and kept there."""
     try:
-        resolver = build_resolver(settings)
+        resolver = build_resolver(settings, cache)
     except dns.resolver.NoResolverConfiguration:
         return None
     rdatas = await lookup(resolver, fqdn, "TXT")

@@ -17,22 +17,23 @@ from mailbridge.services.email._delivery_messages import (
     MessageNotBuilt,
     envelope_sender,
 )
-from mailbridge.services.email._delivery_queue import RETRY_POLICY as EMAIL_RETRY_POLICY
 from mailbridge.services.email._delivery_queue import (
+    PENDING_STATUSES,
     ClaimedBatch,
     RetryPolicy,
     attachment_contents,
     owners_holding_leases,
 )
+from mailbridge.services.email._delivery_queue import RETRY_POLICY as EMAIL_RETRY_POLICY
 from mailbridge.services.email._delivery_queue import any_unsettled as any_unsettled_emails
 from mailbridge.services.email._delivery_queue import claim as claim_emails
 from mailbridge.services.email._delivery_queue import claim_unsettled as claim_unsettled_emails
-from mailbridge.services.email._delivery_queue import leases as email_leases
 from mailbridge.services.email._delivery_queue import (
     leases_and_statuses as email_leases_and_statuses,
 )
 from mailbridge.services.email._delivery_queue import next_due_at as next_email_due_at
 from mailbridge.services.email._delivery_queue import release as release_emails
+from mailbridge.services.email._events import EVENT_TYPES as EMAIL_EVENT_TYPES
 from mailbridge.services.email._preparation import PreparedEmail, prepare_email
 from mailbridge.services.email._reading import (
     EmailFilters,
@@ -52,6 +53,7 @@ from mailbridge.services.email._reports import (
     record_reply,
 )
 from mailbridge.services.email._requests import SendEmailRequest, single_lines, texts
+from mailbridge.services.email._sending import MAX_BATCH as MAX_SEND_BATCH
 from mailbridge.services.email._sending import Answer as SendAnswer
 from mailbridge.services.email._sending import cancel as cancel_email
 from mailbridge.services.email._sending import reschedule as reschedule_email
@@ -71,8 +73,11 @@ from mailbridge.services.email._suppressions import listed_addresses
 from mailbridge.services.email._tracking import record_click, record_open, unsubscribe
 
 __all__ = [
+    "EMAIL_EVENT_TYPES",
     "EMAIL_RETRY_POLICY",
+    "MAX_SEND_BATCH",
     "MAX_SUPPRESSION_BATCH_SIZE",
+    "PENDING_STATUSES",
     "BouncedAddress",
     "BuiltMessage",
     "ClaimedBatch",
@@ -95,7 +100,6 @@ __all__ = [
     "cancel_email",
     "claim_emails",
     "claim_unsettled_emails",
-    "email_leases",
     "email_leases_and_statuses",
     "email_summary",
     "email_view",

@@ -23,13 +23,14 @@ from sqlalchemy import Table, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock
-from mailbridge.errors import ApiError, ApplicationError
+from mailbridge.errors import ApiError, ApplicationError, ServiceUnavailable
 from mailbridge.services.accounts import QuotaLedger, lock_teams
 from mailbridge.services.email import _idempotency as idempotency
 from mailbridge.services.email import _suppressions as suppressions
 from mailbridge.services.email._events import event_rows
 from mailbridge.services.email._preparation import PreparedEmail
 from mailbridge.storage.database import Database
+from mailbridge.storage.outages import describe, is_unavailable
 from mailbridge.storage.queries import table_of
 from mailbridge.storage.sqlite_writer import SqliteWriter
 from mailbridge.storage.tables import ActivityEvent, Email, EmailAttachment, EmailEvent
@@ -250,7 +251,12 @@ class EmailWriter:
     async def _write(self, jobs: list[SendJob]) -> list[ApiError | None]:
         try:
             outcomes = await self._store(jobs)
-        except Exception:
+        except Exception as exc:
+            if is_unavailable(exc):  # every job would fail alike: none was accepted
+                logger.warning(
+                    "storing %d send jobs: database unavailable: %s", len(jobs), describe(exc)
+                )
+                return [ServiceUnavailable() for _ in jobs]
             if len(jobs) > 1:
                 # One job the checks let through still broke the shared transaction: store
                 # each on its own, so that only the culprit hears of it.

@@ -49,6 +49,7 @@ from mailbridge.mail.providers.base import (
     Unconfirmed,
 )
 from mailbridge.mail.providers.simulator import SUPPRESSING_EVENTS, SimulatedRecipient
+from mailbridge.services import metrics
 from mailbridge.services.email._delivery_queue import PENDING_STATUSES, RetryPolicy
 from mailbridge.services.email._events import EVENT_TYPES, STICKY, event_rows
 from mailbridge.services.email._suppressions import suppress, suppression_row
@@ -115,12 +116,14 @@ class DeliveryJournal:
         self, email: Email, outcome: Outcome, simulated: Sequence[SimulatedRecipient] = ()
     ) -> bool:
         """Record what became of an attempt (and the simulated recipients' events)."""
+        metrics.delivery_attempted(outcome)
         return await self._submit(
             _Entry(email, self._future(), outcome=outcome, simulated=simulated)
         )
 
     async def record_simulated(self, email: Email, simulated: Sequence[SimulatedRecipient]) -> bool:
         """An email whose recipients are all simulated: sent and its events, at once."""
+        metrics.delivery_attempted(None)
         return await self._submit(_Entry(email, self._future(), simulated=simulated))
 
     # --- the group commit -------------------------------------------------------------
@@ -253,6 +256,7 @@ class DeliveryJournal:
             # email comes due at the end of the lease and is settled, not re-sent.
             email.sent_at = now
             email.due_at = email.lease_until = writes.lease_until
+            email.handed_over_by = self.owner
             self._record(writes, email, "sent")
             return
         _finish(email)
@@ -382,6 +386,7 @@ def _email_state(email: Email) -> dict[str, object]:
         "due_at": email.due_at,
         "lease_owner": email.lease_owner,
         "lease_until": email.lease_until,
+        "handed_over_by": email.handed_over_by,
         "last_error": email.last_error,
     }
 
@@ -391,6 +396,7 @@ def _finish(email: Email) -> None:
     email.due_at = None
     email.lease_owner = None
     email.lease_until = None
+    email.handed_over_by = None
 
 
 def _committed(group: list[_Entry], held: set[str]) -> list[_Entry]:

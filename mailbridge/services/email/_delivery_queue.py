@@ -22,7 +22,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, or_, select, update
+from sqlalchemy import ColumnElement, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import defer
 
@@ -182,16 +182,17 @@ async def claim_unsettled(
         due = due.where(Email.id.not_in(list(busy)))
     if _is_postgres(session):
         due = due.with_for_update(skip_locked=True)
-    # First take the rows without renaming the owner, to learn who made each handover;
-    # both statements write, so on SQLite the first one already holds the write lock.
+    # First take the rows without renaming the owner, to learn who made each handover
+    # (a runner that leased it to settle it and died meanwhile did not make it); both
+    # statements write, so on SQLite the first one already holds the write lock.
     taken = await session.execute(
         update(Email)
         .where(Email.id.in_(due.scalar_subquery()))
         .values(lease_until=now + lease)
-        .returning(Email.id, Email.lease_owner)
+        .returning(Email.id, func.coalesce(Email.handed_over_by, Email.lease_owner))
         .execution_options(synchronize_session=False)
     )
-    handed_over_by = {row.id: row.lease_owner or "" for row in taken}
+    handed_over_by = {email_id: maker or "" for email_id, maker in taken.tuples()}
     if not handed_over_by:
         return ClaimedBatch([], {}, {}, {})
     emails = await session.scalars(
@@ -275,12 +276,13 @@ async def release(session: AsyncSession, owner: str, ids: Sequence[str] | None =
 
 
 async def owners_holding_leases(session: AsyncSession, owners: Sequence[str]) -> set[str]:
-    """Those of ``owners`` that still hold a lease on some email."""
+    """Those of ``owners`` that still hold a lease on some email or made a handover not
+    settled yet."""
     if not owners:
         return set()
-    rows = await session.scalars(
-        select(Email.lease_owner).where(Email.lease_owner.in_(owners)).distinct()
-    )
+    leasing = select(Email.lease_owner).where(Email.lease_owner.in_(owners))
+    handing = select(Email.handed_over_by).where(Email.handed_over_by.in_(owners))
+    rows = await session.scalars(leasing.union(handing))
     return {owner for owner in rows if owner is not None}
 
 
@@ -292,9 +294,3 @@ async def leases_and_statuses(
         select(Email.id, Email.lease_owner, Email.status).where(Email.id.in_(ids))
     )
     return {row.id: (row.lease_owner, row.status) for row in rows}
-
-
-async def leases(session: AsyncSession, ids: Sequence[str]) -> dict[str, str | None]:
-    """The current lease owner of each of ``ids`` (absent: the email is gone)."""
-    rows = await session.execute(select(Email.id, Email.lease_owner).where(Email.id.in_(ids)))
-    return {row.id: row.lease_owner for row in rows}

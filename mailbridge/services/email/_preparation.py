@@ -36,6 +36,7 @@ from mailbridge.services.context import SendingDomain, ServiceContext
 from mailbridge.services.domains import sending_domain
 from mailbridge.services.email._requests import AttachmentIn, SendEmailRequest
 from mailbridge.services.email._scheduling import parse_send_time
+from mailbridge.services.polls import PollLinks, Voter, poll_links
 from mailbridge.services.templates import PublishedTemplate, published_template
 from mailbridge.storage.types import new_id
 
@@ -148,26 +149,56 @@ def _attachment(
     )  # fmt: skip
 
 
-def _render(
-    body: SendEmailRequest,
-    template: PublishedTemplate | None,
-    variables: dict[str, Any],
-    reserved: dict[str, str],
+def _sources(
+    body: SendEmailRequest, template: PublishedTemplate | None
 ) -> tuple[str | None, str | None, str | None]:
+    """The subject, html and text to render: the body's, else the template's."""
     subject = body.subject if body.subject is not None else (template.subject if template else None)
     html = body.html if body.html is not None else (template.html if template else None)
     text = body.text if body.text is not None else (template.text if template else None)
+    return subject, html, text
+
+
+def _poll_voter(contact_id: str | None, to: list[str]) -> Voter:
+    """Whom a templated email's vote links vote for: its contact, or its one recipient."""
+    if contact_id is None and len(to) != 1:
+        raise ValidationError(
+            "An email that embeds a poll must go to exactly one `to` recipient: "
+            "its vote links are signed for that recipient."
+        )
+    return Voter.of(contact_id, to[0] if to else "")
+
+
+def _render(
+    sources: tuple[str | None, str | None, str | None],
+    template: PublishedTemplate | None,
+    variables: dict[str, Any],
+    reserved: dict[str, str],
+    polls: tuple[PollLinks, Voter] | None = None,
+) -> tuple[str | None, str | None, str | None]:
+    subject, html, text = sources
     if template is None:
         return subject, html, text
     declared = template.variables
+
+    def render(source: str, *, as_html: bool = False) -> str:
+        return templating.render(
+            source, variables, declared=declared, reserved=reserved, html=as_html
+        )
+
+    def render_body(source: str, *, as_html: bool = False) -> str:
+        if polls is None:
+            return render(source, as_html=as_html)
+        links, voter = polls
+        return links.render(
+            source, voter, html=as_html, around=lambda part: render(part, as_html=as_html)
+        )
+
     return (
-        templating.render(subject, variables, declared=declared, reserved=reserved)
-        if subject else subject,
-        templating.render(html, variables, declared=declared, reserved=reserved, html=True)
-        if html else html,
-        templating.render(text, variables, declared=declared, reserved=reserved)
-        if text else text,
-    )  # fmt: skip
+        render(subject) if subject else subject,
+        render_body(html, as_html=True) if html else html,
+        render_body(text) if text else text,
+    )
 
 
 def _check_rendered(subject: str | None, html: str | None, text: str | None) -> None:
@@ -248,7 +279,12 @@ async def prepare_email(
         raise ValidationError("All `to` recipients are suppressed; nothing was sent.")
 
     reserved = {"EMAIL": to[0]} if len(to) == 1 else {}
-    subject, html, text = _render(body, template, variables, reserved)
+    sources = _sources(body, template)
+    polls = None
+    if template is not None:
+        links = await poll_links(session, context, principal.team_id, sources[1:], strict=True)
+        polls = (links, _poll_voter(contact_id, to)) if links is not None else None
+    subject, html, text = _render(sources, template, variables, reserved, polls)
     _check_rendered(subject, html, text)
     if not subject:
         raise MissingRequiredField.for_field("subject")

@@ -3,18 +3,60 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic.config import JsonDict, JsonValue
 
 from mailbridge.mail.message_text import line_problem, text_problem, value_problems
+from mailbridge.wire import (
+    END,
+    LINE_PATTERN,
+    MessageVariables,
+    SingleLine,
+    Text,
+    declared,
+    read_by_name,
+    shaped,
+)
 
 MAX_RECIPIENTS = 50
-TAG_PART = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
-HEADER_NAME = re.compile(r"^[!-9;-~]{1,100}$")  # printable ASCII without ':'
+# END, not `$`: `$` also matches before a last line break ("X-Tag\n" would pass).
+TAG_PART = re.compile(rf"^[A-Za-z0-9_-]{{1,256}}{END}")
+HEADER_NAME = re.compile(rf"^[!-9;-~]{{1,100}}{END}")  # printable ASCII without ':'
 # RFC 2045's type/subtype (tokens), with parameters after a ';' if any.
 _TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
 CONTENT_TYPE = re.compile(rf"^\s*{_TOKEN}/{_TOKEN}\s*(;.*)?$")
+
+# What the document says beyond the fields (mailbridge.wire): a recipient field takes one
+# address or a list (``to`` 1 to 50 of them, never null); a template is named by a
+# non-empty ``id`` or ``alias``; ``content_type`` is empty or reads type/subtype.
+_LINE: JsonDict = {"type": "string", "pattern": LINE_PATTERN}
+TO: list[JsonValue] = [
+    _LINE,
+    {"type": "array", "items": _LINE, "minItems": 1, "maxItems": MAX_RECIPIENTS},
+]
+COPIES: list[JsonValue] = [
+    _LINE,
+    {"type": "array", "items": _LINE, "maxItems": MAX_RECIPIENTS},
+    {"type": "null"},
+]
+NAMED: JsonDict = {
+    "anyOf": [
+        {"required": [name], "properties": {name: {"type": "string", "minLength": 1}}}
+        for name in ("id", "alias")
+    ]
+}
+# Without a template (``template``, or a non-empty ``template_id``) the sender is the
+# body's: a non-empty ``from`` (``from_`` when ``from`` is absent); a template's is looked up.
+_FILLED: JsonDict = {"type": "string", "minLength": 1}
+SENDER: list[JsonValue] = [
+    {"required": ["from"], "properties": {"from": _FILLED}},
+    {"required": ["from_"], "not": {"required": ["from"]}, "properties": {"from_": _FILLED}},
+    {"required": ["template"], "properties": {"template": {"type": "object"}}},
+    {"required": ["template_id"], "properties": {"template_id": _FILLED}},
+]
+MIME_TYPE = declared(allOf=[{"pattern": f"^$|{CONTENT_TYPE.pattern}"}])
 
 
 def _field(info: ValidationInfo) -> str:
@@ -46,11 +88,11 @@ def _variables(value: Any, info: ValidationInfo) -> Any:
 class AttachmentIn(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
-    filename: str | None = Field(default=None, max_length=255)
+    filename: SingleLine | None = Field(default=None, max_length=255)
     content: str | list[int] | None = None  # base64 (the SDKs also send a byte list)
-    path: str | None = None
-    content_type: str | None = Field(default=None, max_length=255)
-    content_id: str | None = Field(default=None, max_length=255)
+    path: SingleLine | None = None
+    content_type: Annotated[SingleLine, MIME_TYPE] | None = Field(default=None, max_length=255)
+    content_id: SingleLine | None = Field(default=None, max_length=255)
 
     _check_lines = field_validator("filename", "path", "content_type", "content_id")(single_lines)
 
@@ -65,8 +107,8 @@ class AttachmentIn(BaseModel):
 class TagIn(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    name: str
-    value: str
+    name: Annotated[str, declared(pattern=TAG_PART.pattern)]
+    value: Annotated[str, declared(pattern=TAG_PART.pattern)]
 
     @field_validator("name", "value")
     @classmethod
@@ -77,11 +119,11 @@ class TagIn(BaseModel):
 
 
 class TemplateRef(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", json_schema_extra=NAMED)
 
-    id: str | None = None
-    alias: str | None = None
-    variables: dict[str, Any] | None = None
+    id: SingleLine | None = None
+    alias: SingleLine | None = None
+    variables: MessageVariables | None = None
 
     _check_lines = field_validator("id", "alias")(single_lines)
     _check_variables = field_validator("variables")(_variables)
@@ -103,26 +145,41 @@ def _as_list(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
+def _email_schema(schema: JsonDict, model: type[BaseModel]) -> None:
+    read_by_name(schema, model)
+    schema["anyOf"] = SENDER
+
+
 class SendEmailRequest(BaseModel):
     """One email as POST /emails (and each item of POST /emails/batch) takes it."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    model_config = ConfigDict(
+        extra="ignore", populate_by_name=True, json_schema_extra=_email_schema
+    )
 
-    from_: str | None = Field(default=None, alias="from")
-    to: list[str]
-    cc: list[str] = Field(default_factory=list, max_length=MAX_RECIPIENTS)
-    bcc: list[str] = Field(default_factory=list, max_length=MAX_RECIPIENTS)
-    reply_to: list[str] = Field(default_factory=list, max_length=MAX_RECIPIENTS)
-    subject: str | None = Field(default=None, max_length=998)
-    html: str | None = None
-    text: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
+    from_: SingleLine | None = Field(default=None, alias="from")
+    to: list[str] = Field(json_schema_extra=shaped(anyOf=TO))
+    cc: list[str] = Field(
+        default_factory=list, max_length=MAX_RECIPIENTS, json_schema_extra=shaped(anyOf=COPIES)
+    )
+    bcc: list[str] = Field(
+        default_factory=list, max_length=MAX_RECIPIENTS, json_schema_extra=shaped(anyOf=COPIES)
+    )
+    reply_to: list[str] = Field(
+        default_factory=list, max_length=MAX_RECIPIENTS, json_schema_extra=shaped(anyOf=COPIES)
+    )
+    subject: SingleLine | None = Field(default=None, max_length=998)
+    html: Text | None = None
+    text: Text | None = None
+    headers: dict[str, SingleLine] = Field(
+        default_factory=dict, json_schema_extra={"propertyNames": {"pattern": HEADER_NAME.pattern}}
+    )
     attachments: list[AttachmentIn] = Field(default_factory=list, max_length=100)
     tags: list[TagIn] = Field(default_factory=list, max_length=50)
-    scheduled_at: str | None = None
+    scheduled_at: SingleLine | None = None
     template: TemplateRef | None = None
-    template_id: str | None = None
-    variables: dict[str, Any] | None = None
+    template_id: SingleLine | None = None
+    variables: MessageVariables | None = None
 
     _check_lines = field_validator(
         "from_", "to", "cc", "bcc", "reply_to", "subject", "scheduled_at", "template_id"

@@ -6,6 +6,7 @@
 - SPF (pyspf, RFC 7208): the connecting address against the envelope sender's domain
   (the HELO name when the sender is null); ``none`` for loopback and private peers,
   where SPF says nothing. pyspf resolves with the system's resolver.
+- DNS answers come from the listener's cache while their TTL lasts (dnspython's).
 - DMARC (RFC 7489, relaxed alignment): ``none`` without a ``_dmarc`` record for the
   From domain; ``pass`` when SPF or DKIM passed for a domain aligned with it;
   else ``fail``; ``temperror`` when the record could not be fetched.
@@ -21,11 +22,12 @@ import asyncio
 import ipaddress
 import re
 from dataclasses import dataclass
-from email.message import EmailMessage
+from email.message import Message
 from email.utils import parseaddr
 
 import dkim
 import spf
+from dns.resolver import LRUCache
 
 from mailbridge.config import Settings
 from mailbridge.services import domains
@@ -64,7 +66,9 @@ def _is_public(address: str | None) -> bool:
         return False
 
 
-async def _dkim(settings: Settings, raw: bytes, message: EmailMessage) -> tuple[str, str | None]:
+async def _dkim(
+    settings: Settings, raw: bytes, message: Message, cache: LRUCache | None
+) -> tuple[str, str | None]:
     signature = message.get("DKIM-Signature")
     if signature is None:
         return "none", None
@@ -72,7 +76,7 @@ async def _dkim(settings: Settings, raw: bytes, message: EmailMessage) -> tuple[
     domain, selector = tags.get("d", "").strip().lower(), tags.get("s", "").strip()
     if not domain or not selector:
         return "fail", domain or None
-    published = await domains.txt_values(settings, f"{selector}._domainkey.{domain}")
+    published = await domains.txt_values(settings, f"{selector}._domainkey.{domain}", cache)
     if published is None:
         return "temperror", domain
     if not published:
@@ -101,11 +105,11 @@ async def _spf(peer: str | None, mail_from: str, helo: str | None) -> str:
 
 async def _dmarc(
     settings: Settings, from_domain: str | None, spf_result: str, mail_from: str,
-    dkim_result: str, dkim_domain: str | None,
+    dkim_result: str, dkim_domain: str | None, cache: LRUCache | None,
 ) -> str:  # fmt: skip
     if not from_domain:
         return "none"
-    records = await domains.txt_values(settings, f"_dmarc.{from_domain}")
+    records = await domains.txt_values(settings, f"_dmarc.{from_domain}", cache)
     if records is None:
         return "temperror"
     if not any(record.lower().startswith("v=dmarc1") for record in records):
@@ -118,20 +122,21 @@ async def _dmarc(
 
 
 async def authenticate(
-    settings: Settings, raw: bytes, message: EmailMessage | None, mail_from: str,
-    peer: str | None, helo: str | None,
+    settings: Settings, raw: bytes, message: Message | None, mail_from: str,
+    peer: str | None, helo: str | None, cache: LRUCache | None = None,
 ) -> AuthResults:  # fmt: skip
+    """``cache``: DNS answers kept for their TTL across messages (a listener's own)."""
     if not settings.inbound_authentication or message is None:
         return AuthResults()
     results: dict[str, str | None] = {"spf": "temperror", "dkim": "temperror",
                                       "dmarc": "temperror", "dkim_domain": None}  # fmt: skip
     try:
         async with asyncio.timeout(BUDGET):
-            results["dkim"], results["dkim_domain"] = await _dkim(settings, raw, message)
+            results["dkim"], results["dkim_domain"] = await _dkim(settings, raw, message, cache)
             results["spf"] = await _spf(peer, mail_from, helo)
             results["dmarc"] = await _dmarc(
                 settings, _domain_of(str(message.get("From", ""))), str(results["spf"]),
-                mail_from, str(results["dkim"]), results["dkim_domain"],
+                mail_from, str(results["dkim"]), results["dkim_domain"], cache,
             )  # fmt: skip
     except TimeoutError:
         pass

@@ -1,6 +1,6 @@
 """The SMTP listener (aiosmtpd) on ``MAILBRIDGE_INBOUND_SMTP``.
 
-RCPT: routed (``_receiving.route``) or ``550 5.1.1``; a team over its quota ``452
+RCPT: routed (``_routing``) or ``550 5.1.1``; a team over its quota ``452
 4.2.2``. DATA over the spec's 40 MB: ``552`` (aiosmtpd's size limit). DATA: stored,
 then ``250``; a failure to store is ``451`` (the sender retries), a team gone over its
 quota meanwhile ``452``. STARTTLS when ``MAILBRIDGE_INBOUND_TLS_CERT`` and ``_KEY`` are set.
@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import ssl
 from typing import Any
 
 from aiosmtpd.smtp import SMTP, Envelope, Session
+from dns.resolver import LRUCache
 
 from mailbridge.errors import DailyQuotaExceeded, MonthlyQuotaExceeded
+from mailbridge.services import metrics
 from mailbridge.services.context import ServiceContext
-from mailbridge.services.inbound._receiving import Route, fits_quota, prepare, route
+from mailbridge.services.inbound._receiving import prepare
+from mailbridge.services.inbound._routing import Route, Router
 from mailbridge.services.inbound._writer import InboundWriter
 
 logger = logging.getLogger(__name__)
@@ -30,18 +34,25 @@ class InboundHandler:
         self.context = context
         self.stored = 0
         self.writer = InboundWriter(context)  # one commit for many conversations
+        self.router = Router(context)
+        self.dns_cache = LRUCache(4096)  # the DMARC and DKIM key lookups, for their TTL
 
     async def handle_RCPT(
         self, server: SMTP, session: Session, envelope: Envelope, address: str,
         rcpt_options: list[str],
     ) -> str:  # fmt: skip
+        return metrics.inbound_recipient(await self._recipient(envelope, address))
+
+    async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+        return metrics.inbound_message(await self._data(session, envelope))
+
+    async def _recipient(self, envelope: Envelope, address: str) -> str:
         try:
-            async with self.context.database.session() as db:
-                found = await route(db, address)
-                if found is None:
-                    return "550 5.1.1 No such recipient here"
-                if not await fits_quota(db, self.context, found.team_id):
-                    return "452 4.2.2 The recipient's quota is used up; try again later"
+            found = await self.router.route(address)
+            if found is None:
+                return "550 5.1.1 No such recipient here"
+            if not await self.router.has_room(found.team_id):
+                return "452 4.2.2 The recipient's quota is used up; try again later"
         except Exception:
             logger.exception("routing %r failed", address)
             return "451 4.3.0 Temporary failure; try again later"
@@ -50,7 +61,7 @@ class InboundHandler:
         envelope.rcpt_tos.append(address)
         return "250 OK"
 
-    async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+    async def _data(self, session: Session, envelope: Envelope) -> str:
         routes: list[Route] = envelope.__dict__.get("mailbridge_routes", [])
         raw = envelope.original_content or envelope.content
         if not routes or not isinstance(raw, bytes):
@@ -59,7 +70,7 @@ class InboundHandler:
             peer = session.peer[0] if isinstance(session.peer, tuple) else None
             received = await prepare(
                 self.context, raw, envelope.rcpt_tos, mail_from=envelope.mail_from or "",
-                peer=peer, helo=session.host_name,
+                peer=peer, helo=session.host_name, dns_cache=self.dns_cache,
             )  # fmt: skip
             await self.writer.store(envelope.mail_from or "", routes, received)
         except (DailyQuotaExceeded, MonthlyQuotaExceeded):
@@ -92,8 +103,14 @@ def parse_listen_address(value: str) -> tuple[str, int] | None:
 
 
 async def start_listener(
-    context: ServiceContext, host: str, port: int
-) -> tuple[asyncio.Server, InboundHandler]:
+    context: ServiceContext, host: str | None = None, port: int | None = None, *,
+    sock: socket.socket | None = None,
+) -> tuple[asyncio.Server, InboundHandler]:  # fmt: skip
+    """Listen on ``host:port``, or on ``sock`` (one several processes share)."""
+    # aiosmtpd logs every SMTP command at INFO: a tenth of the listener's time under load,
+    # and what mailbridge logs per message says more. Its lines come back at debug.
+    if context.settings.log_level.lower() != "debug":
+        logging.getLogger("mail.log").setLevel(logging.WARNING)
     handler = InboundHandler(context)
     tls = _tls_context(context)
 
@@ -104,6 +121,10 @@ async def start_listener(
             decode_data=False,
         )  # fmt: skip
 
-    server = await asyncio.get_running_loop().create_server(protocol, host, port)
-    logger.info("receiving mail on %s:%d", host, port)
+    loop = asyncio.get_running_loop()
+    if sock is not None:
+        server = await loop.create_server(protocol, sock=sock)
+    else:
+        server = await loop.create_server(protocol, host, port or 0)
+    logger.info("receiving mail on %s", server.sockets[0].getsockname() if server.sockets else "?")
     return server, handler

@@ -1,4 +1,12 @@
-"""A received message's fields, read with the standard library's parser (``policy.default``).
+"""A received message's fields, read with the standard library's parser.
+
+The tree is built with the parser's default ``compat32`` policy, whose headers stay raw
+strings until asked for; the fields the rows keep are decoded here with the same
+library's ``email.header`` (RFC 2047 encoded words) and ``email.utils`` (addresses,
+RFC 2231 parameters). They read as ``policy.default`` reads them — a unit test holds
+the two to the same answers on a corpus — at about a seventh of its cost: the modern
+policy builds a header object for every header it touches, and that was most of the
+listener's time per message.
 
 Never raises: a message that does not parse keeps what could be read and a
 ``parse_error``, and is stored and listed like any other.
@@ -6,16 +14,21 @@ Never raises: a message that does not parse keeps what could be read and a
 
 from __future__ import annotations
 
+import contextlib
 import email
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from email import policy
-from email.message import EmailMessage, Message
+from email.header import decode_header, make_header
+from email.message import Message
 from email.utils import getaddresses
 from typing import Any
 
 from mailbridge.mail.inbound_reports import referenced_message_ids
 
 MAX_HEADER_VALUE = 4000
+_FOLD = re.compile(r"\r?\n(?=[ \t])")
+_ENCODED_WORD = re.compile(r"=\?[^?\s]+\?[bBqQ]\?")
 
 
 @dataclass(frozen=True)
@@ -28,7 +41,7 @@ class Attachment:
 
 @dataclass
 class ParsedMessage:
-    message: EmailMessage | None = None
+    message: Message | None = None
     from_address: str | None = None
     to: list[str] = field(default_factory=list)
     cc: list[str] = field(default_factory=list)
@@ -43,38 +56,110 @@ class ParsedMessage:
     parse_error: str | None = None
 
 
-def _text(value: object) -> str | None:
+def _unfolded(value: str) -> str:
+    """A raw value as text: unfolded, 8-bit bytes read as UTF-8 (the rest replaced)."""
+    if not value.isascii():
+        value = value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return _FOLD.sub("", value)
+
+
+def decoded(value: str) -> str:
+    """A raw header value as a person reads it: unfolded, encoded words decoded."""
+    text = _unfolded(value)
+    if _ENCODED_WORD.search(text):
+        # An encoded word that does not decode stays as it came.
+        with contextlib.suppress(UnicodeError, LookupError, ValueError):
+            text = str(make_header(decode_header(text)))
+    return text.strip()
+
+
+def _text(value: str | None) -> str | None:
     if value is None:
         return None
-    return str(value).replace("\x00", "")[:MAX_HEADER_VALUE]
+    return value.replace("\x00", "")[:MAX_HEADER_VALUE]
+
+
+def _raw(message: Message, name: str) -> list[str]:
+    name = name.lower()
+    return [value for key, value in message.raw_items() if key.lower() == name]
+
+
+def _first(message: Message, name: str) -> str | None:
+    values = _raw(message, name)
+    return _text(decoded(values[0])) if values else None
 
 
 def _addresses(message: Message, name: str) -> list[str]:
-    values = [str(value) for value in message.get_all(name, [])]
+    # Addresses are never encoded words: split the raw value, so that a decoded display
+    # name with a comma in it cannot split an address in two.
+    values = [_unfolded(value) for value in _raw(message, name)]
     return [address for _name, address in getaddresses(values) if address]
 
 
-def _body(message: EmailMessage, kind: str) -> str | None:
-    part = message.get_body(preferencelist=(kind,))
-    if part is None:
+def _is_attachment(part: Message) -> bool:
+    return part.get_content_disposition() == "attachment"
+
+
+def _bodies(part: Message, kind: str) -> Iterator[Message]:
+    """``EmailMessage.get_body``'s search for one kind: text parts that are not attachments,
+    depth first, only the start part of a multipart/related."""
+    if _is_attachment(part):
+        return
+    maintype, subtype = part.get_content_maintype(), part.get_content_subtype()
+    if maintype == "text":
+        if subtype == kind:
+            yield part
+        return
+    payload = part.get_payload()
+    if maintype != "multipart" or not isinstance(payload, list):
+        return
+    parts = [subpart for subpart in payload if isinstance(subpart, Message)]
+    if subtype != "related":
+        for subpart in parts:
+            yield from _bodies(subpart, kind)
+        return
+    start = part.get_param("start")
+    candidate = next((p for p in parts if start and p.get("content-id") == start), None)
+    if candidate is None and parts:
+        candidate = parts[0]
+    if candidate is not None:
+        yield from _bodies(candidate, kind)
+
+
+def _content(part: Message) -> str | None:
+    payload = part.get_payload(decode=True)
+    if not isinstance(payload, bytes):
         return None
-    content = part.get_content()
-    return content.replace("\x00", "") if isinstance(content, str) else None
+    charset = part.get_content_charset() or "us-ascii"
+    try:
+        text = payload.decode(charset, "replace")
+    except LookupError:  # a charset Python does not know: read it as UTF-8
+        text = payload.decode("utf-8", "replace")
+    return text.replace("\x00", "")
 
 
-def _attachments(message: EmailMessage) -> list[Attachment]:
+def _body(message: Message, kind: str) -> str | None:
+    part = next(_bodies(message, kind), None)
+    return _content(part) if part is not None else None
+
+
+def _filename(part: Message) -> str | None:
+    filename = part.get_filename()
+    return _text(decoded(filename)) if filename is not None else None
+
+
+def _attachments(message: Message) -> list[Attachment]:
     found = []
     for part in message.walk():
         if part.is_multipart():
             continue
-        disposition = part.get_content_disposition()
-        filename = part.get_filename()
-        if disposition != "attachment" and filename is None:
+        filename = _filename(part)
+        if part.get_content_disposition() != "attachment" and filename is None:
             continue
         payload = part.get_payload(decode=True)
         found.append(Attachment(
-            filename=_text(filename), content_type=part.get_content_type(),
-            content_id=_text(part.get("Content-ID")),
+            filename=filename, content_type=part.get_content_type(),
+            content_id=_first(part, "Content-ID"),
             content=payload if isinstance(payload, bytes) else b"",
         ))  # fmt: skip
     return found
@@ -83,19 +168,18 @@ def _attachments(message: EmailMessage) -> list[Attachment]:
 def parse(raw: bytes) -> ParsedMessage:
     parsed = ParsedMessage()
     try:
-        message = email.message_from_bytes(raw, policy=policy.default)
-        assert isinstance(message, EmailMessage)
+        message = email.message_from_bytes(raw)
         parsed.message = message
-        parsed.from_address = _text(message.get("From"))
+        parsed.from_address = _first(message, "From")
         parsed.to = _addresses(message, "To")
         parsed.cc = _addresses(message, "Cc")
-        parsed.subject = _text(message.get("Subject"))
-        parsed.message_id = _text(message.get("Message-ID"))
-        parsed.in_reply_to = _text(message.get("In-Reply-To"))
+        parsed.subject = _first(message, "Subject")
+        parsed.message_id = _first(message, "Message-ID")
+        parsed.in_reply_to = _first(message, "In-Reply-To")
         parsed.references = referenced_message_ids(message)
         headers: dict[str, Any] = {}
-        for name, value in message.items():
-            headers.setdefault(name.lower(), []).append(_text(value))
+        for name, value in message.raw_items():
+            headers.setdefault(name.lower(), []).append(_text(decoded(value)))
         parsed.headers = {k: v[0] if len(v) == 1 else v for k, v in headers.items()}
         parsed.text = _body(message, "plain")
         parsed.html = _body(message, "html")

@@ -9,9 +9,11 @@ for an hour without a key: the signature is the authority.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.clock import isoformat_ms
 from mailbridge.errors import NotFound, ValidationError
 from mailbridge.mail.signed_links import RECEIVED_ATTACHMENT, RECEIVED_RAW, received_url
-from mailbridge.services.inbound._blobs import read_blob
+from mailbridge.services.inbound._blobs import cache_blobs, read_blob, read_verified, stage_blob
+from mailbridge.services.inbound._parsing import parse
 from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.queries import get_owned
 from mailbridge.storage.tables import ReceivedAttachment, ReceivedEmail
@@ -138,8 +141,21 @@ async def list_attachments(
     return await paginate(session, query, ReceivedAttachment, page)
 
 
-def attachment_content(root: Path, item: ReceivedAttachment) -> bytes:
-    return read_blob(root, item.checksum)
+async def attachment_content(session: AsyncSession, root: Path, item: ReceivedAttachment) -> bytes:
+    """An attachment's bytes: its own blob (a cache), else read again from its message."""
+    cached = await asyncio.to_thread(read_verified, root, item.checksum)
+    if cached is not None:
+        return cached
+    message = await session.get(ReceivedEmail, item.received_email_id)
+    if message is None:
+        raise NotFound("Attachment not found.")
+    raw = await asyncio.to_thread(read_blob, root, message.blob)
+    attachments = (await asyncio.to_thread(parse, raw)).attachments
+    if item.position >= len(attachments):
+        raise NotFound("Attachment not found.")
+    content = attachments[item.position].content
+    await asyncio.to_thread(partial(cache_blobs, replace=True), root, [stage_blob(content)])
+    return content
 
 
 async def raw_for_download(session: AsyncSession, root: Path, received_id: str) -> bytes:

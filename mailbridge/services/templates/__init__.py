@@ -7,6 +7,11 @@ render the published version through this face.
 from __future__ import annotations
 
 from mailbridge.services.templates._templates import (
+    ADDRESS_PATTERN,
+    MAX_ALIAS_LENGTH,
+    MAX_FROM_LENGTH,
+    MAX_REPLY_TO,
+    MAX_SUBJECT_LENGTH,
     PublishedTemplate,
     TemplateChanges,
     TemplateContent,
@@ -22,8 +27,17 @@ from mailbridge.services.templates._templates import (
     template_view,
     update_template,
 )
+from mailbridge.services.templates._templates import (
+    MAX_NAME_LENGTH as MAX_TEMPLATE_NAME_LENGTH,
+)
 
 __all__ = [
+    "ADDRESS_PATTERN",
+    "MAX_ALIAS_LENGTH",
+    "MAX_FROM_LENGTH",
+    "MAX_REPLY_TO",
+    "MAX_SUBJECT_LENGTH",
+    "MAX_TEMPLATE_NAME_LENGTH",
     "PublishedTemplate",
     "TemplateChanges",
     "TemplateContent",

@@ -23,6 +23,7 @@ from mailbridge.errors import InvalidFromAddress, NotFound, ValidationError
 from mailbridge.mail import templating
 from mailbridge.mail.templating import Variable
 from mailbridge.services.activity import record_event
+from mailbridge.services.polls import check_embedded_polls
 from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.queries import is_uuid
 from mailbridge.storage.tables import Template, TemplateVersion
@@ -157,6 +158,13 @@ def check_content(content: TemplateContent) -> TemplateContent:
             "(FIRST_NAME, LAST_NAME, EMAIL, UNSUBSCRIBE_URL and contact.* need no declaration)."
         )
     return replace(content, name=name, from_address=from_address or None)
+
+
+async def _check_polls(session: AsyncSession, team_id: str, content: TemplateContent) -> None:
+    """Every ``{{{poll:ID}}}`` names one of the team's polls (what is accepted is sendable)."""
+    await check_embedded_polls(
+        session, team_id, content.html, content.text, subjects=[content.subject]
+    )
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -306,6 +314,7 @@ async def create_template(
 ) -> TemplateState:
     """A new template whose first version is a draft."""
     content = check_content(content)
+    await _check_polls(session, team_id, content)
     alias = check_alias(alias)
     await _ensure_alias_free(session, team_id, alias, None)
     now = clock.now()
@@ -350,6 +359,7 @@ async def update_template(
         template.alias = alias
     # An alias-only (or no-op) change leaves the versions alone.
     if content != _content_of(current):
+        await _check_polls(session, team_id, content)
         if template.draft_version_id is None:
             # Published content is immutable: the edit becomes the next version, a draft.
             draft = _new_version(template.id, current.number + 1, content, clock)

@@ -29,6 +29,9 @@ from mailbridge.services.webhooks._deliveries import next_due_at as next_deliver
 from mailbridge.services.webhooks._deliveries import release as release_deliveries
 from mailbridge.services.webhooks._sender import WebhookSender
 from mailbridge.services.webhooks._subscriptions import (
+    ENDPOINT_PATTERN,
+    MAX_ENDPOINT_LENGTH,
+    WEBHOOK_EVENTS,
     WebhookChanges,
     create_webhook,
     created_webhook_view,
@@ -40,6 +43,9 @@ from mailbridge.services.webhooks._subscriptions import (
 )
 
 __all__ = [
+    "ENDPOINT_PATTERN",
+    "MAX_ENDPOINT_LENGTH",
+    "WEBHOOK_EVENTS",
     "WEBHOOK_RETRY_POLICY",
     "ActivityConsumer",
     "ClaimedDelivery",

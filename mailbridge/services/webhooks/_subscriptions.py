@@ -52,12 +52,25 @@ AUTOMATION_RUN_EVENTS = (
 )  # fmt: skip
 # Recorded by the campaign runner: all recipients handed to delivery; an A/B winner.
 CAMPAIGN_EVENTS = ("campaign.sent", "campaign.ab_decided")
+# A recipient voted through a poll's link (or changed the vote); data {poll_id, option,
+# label, contact_id, email}.
+POLL_EVENTS = ("poll.voted",)
 WEBHOOK_EVENTS: tuple[str, ...] = (
-    EMAIL_EVENTS + CONTACT_EVENTS + DOMAIN_EVENTS + AUTOMATION_RUN_EVENTS + CAMPAIGN_EVENTS
-)
+    *EMAIL_EVENTS, *CONTACT_EVENTS, *DOMAIN_EVENTS, *AUTOMATION_RUN_EVENTS, *CAMPAIGN_EVENTS,
+    *POLL_EVENTS,
+)  # fmt: skip
 KNOWN_EVENTS = frozenset(WEBHOOK_EVENTS)
 
 MAX_ENDPOINT_LENGTH = 2048
+# The endpoints `check_endpoint` takes, for the OpenAPI document: http(s) with a host of
+# DNS labels (or a dotted address), an optional user and port, and printable ASCII
+# after. The service is laxer (it takes what `httpx.URL` parses), and still refuses a
+# host that is, or resolves to, a non-public address.
+_DNS_LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+ENDPOINT_PATTERN = (
+    r"^[Hh][Tt][Tt][Pp][Ss]?://(?:[A-Za-z0-9._~%!$&'()*+,;=:-]*@)?"
+    rf"{_DNS_LABEL}(?:\.{_DNS_LABEL})*(?::[0-9]{{0,5}})?(?:[/?#][!-~]*)?$"
+)
 SECRET_PREFIX = "whsec_"
 RESOLVE_TIMEOUT = 2.0  # seconds the create/update check waits for DNS before accepting
 _MAX_ID = 2**31 - 1  # the id column is a 32-bit integer on PostgreSQL

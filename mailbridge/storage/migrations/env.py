@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from alembic import context
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from mailbridge.storage.database import create_engine
@@ -12,6 +13,10 @@ from mailbridge.storage.tables import Base
 
 config = context.config
 target_metadata = Base.metadata
+# Processes that start at once (each upgrades at start) take turns on PostgreSQL: the
+# lock is held until the migrations' transaction ends, and the next one then finds the
+# schema at head. A constant of our own ("mailbrdg" in ASCII).
+MIGRATION_LOCK = 0x6D61696C62726467
 
 
 def _run(connection: Connection) -> None:
@@ -22,6 +27,8 @@ def _run(connection: Connection) -> None:
         compare_type=True,
     )
     with context.begin_transaction():
+        if connection.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         context.run_migrations()
 
 

@@ -1,6 +1,13 @@
 """Every table, importable from one place; one module per subject."""
 
-from mailbridge.storage.tables.accounts import ApiKey, Member, MemberSession, RequestLog, Team
+from mailbridge.storage.tables.accounts import (
+    ApiKey,
+    Member,
+    MemberInvitation,
+    MemberSession,
+    RequestLog,
+    Team,
+)
 from mailbridge.storage.tables.activity import ActivityEvent
 from mailbridge.storage.tables.audiences import (
     Audience,
@@ -33,6 +40,7 @@ from mailbridge.storage.tables.emails import (
     Suppression,
 )
 from mailbridge.storage.tables.inbound import ReceivedAttachment, ReceivedEmail
+from mailbridge.storage.tables.polls import Poll, PollVote
 from mailbridge.storage.tables.templates import Template, TemplateVersion
 from mailbridge.storage.tables.webhooks import Webhook, WebhookDelivery
 
@@ -61,7 +69,10 @@ __all__ = [
     "IdempotencyRecord",
     "InstanceSetting",
     "Member",
+    "MemberInvitation",
     "MemberSession",
+    "Poll",
+    "PollVote",
     "QuotaUsage",
     "ReceivedAttachment",
     "ReceivedEmail",

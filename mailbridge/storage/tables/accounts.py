@@ -35,6 +35,25 @@ class Member(Base):
     email: Mapped[str] = mapped_column(String(320))
     role: Mapped[str] = mapped_column(String(20))
     created_at: Mapped[datetime]
+    # argon2id hash (argon2-cffi); null: the member cannot sign in with a password yet.
+    password_hash: Mapped[str | None] = mapped_column(String(255))
+
+
+class MemberInvitation(Base):
+    """An owner's or admin's invitation to join a team with a role; the link's token is
+    kept only as a hash, and works once, until ``expires_at``."""
+
+    __tablename__ = "member_invitations"
+
+    id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True, default=new_id)
+    team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    email: Mapped[str] = mapped_column(String(320))
+    role: Mapped[str] = mapped_column(String(20))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    invited_by: Mapped[str | None] = mapped_column(IdColumnType())
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+    accepted_at: Mapped[datetime | None]
 
 
 class MemberSession(Base):

@@ -63,6 +63,9 @@ class Email(Base):
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
     sent_at: Mapped[datetime | None]
+    # The runner that made the handover still to be settled (its receipts tell whether
+    # the terminator went out), kept when another runner leases the email to settle it.
+    handed_over_by: Mapped[str | None] = mapped_column(String(64))
 
 
 class EmailEvent(Base):

@@ -1,0 +1,96 @@
+"""Who a recipient is: the team an RCPT TO address reaches, and whether it may take more.
+
+An address reaches a team by one of two kinds: any address of a verified domain with
+receiving enabled, or the VERP return path mailbridge sets on its own mail
+(``bounces+<email id>@<return path>.<domain>``: a bounce names its email). Anything else
+is refused (``550 5.1.1``); a team over its quota is told to retry (``452 4.2.2``:
+received mail counts against it, spec §8.1).
+
+A listener asks this for every recipient of every message, so a :class:`Router`
+remembers briefly what it found: which team a domain's mail goes to (``ROUTE_SECONDS``:
+a domain's receiving switched off stops its mail within that), and that a team had
+room (``ROOM_SECONDS``; a team never over it at RCPT still is at the commit, and hears
+``452`` there). A VERP address names one email and is looked up each time.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from mailbridge.errors import ApiError
+from mailbridge.mail.inbound_reports import verp_email_id
+from mailbridge.services import domains
+from mailbridge.services.accounts import QuotaLedger
+from mailbridge.services.context import ServiceContext
+from mailbridge.storage.tables import Email
+
+ROUTE_SECONDS = 10.0
+ROOM_SECONDS = 1.0
+MAX_REMEMBERED = 10_000  # domains; past it, forgotten all at once (a flood of made-up names)
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a recipient address goes: the team, and the email a VERP address names."""
+
+    address: str
+    team_id: str
+    email_id: str | None = None
+
+
+class Router:
+    def __init__(self, context: ServiceContext) -> None:
+        self.context = context
+        self._teams: dict[str, tuple[float, str | None]] = {}  # domain → (until, team)
+        self._room: dict[str, float] = {}  # team → until
+
+    async def route(self, address: str) -> Route | None:
+        """The team ``address`` reaches (None: no one here)."""
+        email_id = verp_email_id(address)
+        domain = address.rpartition("@")[2].lower()
+        now = time.monotonic()
+        remembered = self._teams.get(domain)
+        if email_id is None and remembered is not None and remembered[0] > now:
+            team_id = remembered[1]
+            return Route(address, team_id) if team_id is not None else None
+        async with self.context.database.session() as session:
+            found = await route(session, address)
+        if email_id is None:
+            if len(self._teams) >= MAX_REMEMBERED:
+                self._teams.clear()
+            self._teams[domain] = (now + ROUTE_SECONDS, found.team_id if found else None)
+        return found
+
+    async def has_room(self, team_id: str) -> bool:
+        """Whether the team's quota takes one more message."""
+        now = time.monotonic()
+        if self._room.get(team_id, 0.0) > now:
+            return True
+        async with self.context.database.session() as session:
+            room = await fits_quota(session, self.context, team_id)
+        if room:
+            self._room[team_id] = now + ROOM_SECONDS
+        return room
+
+
+async def route(session: AsyncSession, address: str) -> Route | None:
+    email_id = verp_email_id(address)
+    if email_id is not None:
+        team_id = await session.scalar(select(Email.team_id).where(Email.id == email_id))
+        return Route(address, team_id, email_id) if team_id is not None else None
+    _local, _, name = address.rpartition("@")
+    domain = await domains.receiving_domain(session, name) if name else None
+    return Route(address, domain.team_id) if domain is not None else None
+
+
+async def fits_quota(session: AsyncSession, context: ServiceContext, team_id: str) -> bool:
+    ledger = await QuotaLedger.load(session, context.clock.now(), [team_id])
+    try:
+        ledger.check(team_id, 1)
+    except ApiError:
+        return False
+    return True
