@@ -18,7 +18,10 @@ Then the load stops, the faults stop, the work drains, and the bench prints:
 - webhook events vs deliveries received: lost, duplicated;
 - inbound messages acknowledged (250) vs stored;
 - POST /emails latency p50/p99 outside the PostgreSQL restart window, and the answers
-  it got (a 5xx during the outage is counted, not hidden).
+  it got (a 5xx during the outage is counted, not hidden); the same as the APIs timed it
+  (their request log), and by 10-second window beside the faults of that window;
+- for any email lost or sent twice, what the database says of it;
+- the ``/metrics`` families with their samples, once during the load and once after.
 
 Targets (issue 7 of 7): 0 lost, 0 duplicated sends, 0 lost webhooks, p99 of POST
 /emails <= 100 ms outside the restart window. Not part of ``make test``.
@@ -39,6 +42,7 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
@@ -101,6 +105,8 @@ class Load:
     events_accepted: int = 0
     inbound_acknowledged: collections.Counter[str] = field(default_factory=collections.Counter)
     outage: tuple[float, float] | None = None
+    kills: list[tuple[float, str]] = field(default_factory=list)  # (when, process name)
+    kill_clock: list[str] = field(default_factory=list)  # "HH:MM:SS.ffffff name", UTC
 
 
 def _mailbridge(*args: str) -> list[str]:
@@ -322,6 +328,8 @@ async def _faults(victims: list[Process], load: Load, until: float, restart_pg: 
             load.outage = (began - 1.0, time.monotonic() + 5.0)
             continue
         victim = rng.choice(victims)
+        load.kills.append((time.monotonic(), victim.name))
+        load.kill_clock.append(f"{datetime.now(UTC):%H:%M:%S.%f} {victim.name}")
         await asyncio.to_thread(victim.kill)
         victim.start()
 
@@ -419,6 +427,7 @@ async def main(seconds: float, contacts: int, restart_pg: bool) -> int:
             _event_load(api_ports, seeded["token"], load, until),
             _inbound_load(inbound_port, load, until),
             _faults([*apis, *runners], load, until, restart_pg),
+            _metrics_during(api_ports, started + seconds * 0.3),
         )
         print(f"load done after {time.monotonic() - started:.0f} s; draining", flush=True)
         deadline = time.monotonic() + 300
@@ -433,7 +442,7 @@ async def main(seconds: float, contacts: int, restart_pg: bool) -> int:
             await asyncio.sleep(2)
         print(f"drained after {time.monotonic() - started:.0f} s: {state}", flush=True)
         await asyncio.sleep(3)  # the last webhook answers and inbound commits
-        await _print_metrics(api_ports)
+        await _print_metrics(api_ports, "after the run")
         return await _report(dsn, load, smtp, hooks, everything)
     finally:
         for process in everything:
@@ -444,7 +453,14 @@ async def main(seconds: float, contacts: int, restart_pg: bool) -> int:
         await _admin(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 
-async def _print_metrics(ports: list[int]) -> None:
+async def _metrics_during(ports: list[int], at: float) -> None:
+    """``/metrics`` once in the middle of the load, while the queues hold work (after the
+    drain their depth and oldest due age are 0, as they should be)."""
+    await asyncio.sleep(max(0.0, at - time.monotonic()))
+    await _print_metrics(ports, "during the load")
+
+
+async def _print_metrics(ports: list[int], when: str) -> None:
     """The families ``GET /metrics`` shows after the run, and how many of their samples
     are non-zero (loopback needs no token)."""
     async with httpx.AsyncClient(timeout=30) as client:
@@ -471,7 +487,7 @@ async def _print_metrics(ports: list[int]) -> None:
             counts = families.setdefault(name, [0, 0])
             counts[0] += 1
             counts[1] += float(line.rsplit(" ", 1)[1]) != 0
-    print("metrics families after the run (samples, non-zero):")
+    print(f"metrics families {when} (samples, non-zero):")
     for name, (samples, nonzero) in sorted(families.items()):
         print(f"  {name:<60}{samples:>6}{nonzero:>6}")
 
@@ -489,6 +505,48 @@ async def _wait_http(ports: list[int]) -> None:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"mailbridge api on {port} did not start")
                 await asyncio.sleep(0.2)
+
+
+async def _print_histories(
+    dsn: str, message_ids: list[str], sink: collections.Counter[str], kills: list[str]
+) -> None:
+    """What the database says of each email lost or sent twice: its events, in order, with
+    the runner that made each handover — where to look for the cause."""
+    if not message_ids:
+        return
+    quoted = ", ".join("'" + m.replace("'", "''") + "'" for m in message_ids)
+    rows = await _count(
+        "SELECT e.message_id, e.status, e.attempts, x.type, x.data::text AS data, x.created_at "
+        "FROM emails e JOIN email_events x ON x.email_id = e.id "
+        f"WHERE e.message_id IN ({quoted}) ORDER BY e.message_id, x.created_at, x.id",
+        dsn,
+    )
+    print(f"what the database says of them (SIGKILLs, UTC: {', '.join(kills)}):")
+    for row in rows:
+        print(f"  {row['message_id']} (at the sink {sink[row['message_id']]}x, "
+              f"{row['status']}, attempts {row['attempts']}): {row['created_at']:%H:%M:%S.%f} "
+              f"{row['type']} {row['data'][:300]}")  # fmt: skip
+
+
+def _print_timeline(load: Load, window: float = 10.0) -> None:
+    """POST /emails latency by window of the run, beside the faults of that window: where
+    the slow requests are."""
+    if not load.latencies:
+        return
+    first = min(begun for begun, _ in load.latencies)
+    windows: dict[int, list[float]] = collections.defaultdict(list)
+    for begun, seconds in load.latencies:
+        windows[int((begun - first) // window)].append(seconds)
+    print(f"POST /emails by {window:.0f} s window: requests, p50 ms, p99 ms, max ms, faults")
+    for index in sorted(windows):
+        values = windows[index]
+        start, end = first + index * window, first + (index + 1) * window
+        faults = [name for when, name in load.kills if start <= when < end]
+        if load.outage is not None and start <= load.outage[1] and load.outage[0] < end:
+            faults.append("postgresql")
+        print(f"  {index * window:>5.0f}s {len(values):>6} "
+              f"{statistics.median(values) * 1000:>8.1f} {_percentile(values, 0.99) * 1000:>8.1f} "
+              f"{max(values) * 1000:>8.1f}  {' '.join(faults)}")  # fmt: skip
 
 
 async def _report(
@@ -548,7 +606,17 @@ async def _report(
     for what, figure in rows:
         print(f"{what:<46}{figure:>14}")
     print(f"API answers: {dict(load.answers)}")
+    served = await _count(
+        "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50, "
+        "percentile_cont(0.99) WITHIN GROUP (ORDER BY duration_ms) AS p99 FROM request_logs "
+        "WHERE method = 'POST' AND path = '/emails'",
+        dsn,
+    )
+    print(f"POST /emails as the APIs timed them (request log, whole run): "
+          f"p50 {served[0]['p50']} ms, p99 {served[0]['p99']} ms")  # fmt: skip
+    _print_timeline(load)
     print(f"PostgreSQL restart window: {load.outage}")
+    await _print_histories(dsn, [*lost_sends, *duplicated][:10], sink, load.kill_clock)
     ok = not (lost_sends or duplicated or hooks_lost or accepted_missing or inbound_lost)
     print("RESULT:", "nothing lost or repeated" if ok else "LOSSES OR DUPLICATES (above)")
     return 0 if ok else 1

@@ -5,12 +5,15 @@ timeout, so the API and the runner of one process share it safely; the hot write
 paths go through :attr:`Database.sqlite_writer` (:mod:`mailbridge.storage.sqlite_writer`).
 On a SQLite file no commit checkpoints: the database's :class:`WalCheckpointer` does,
 on a thread of its own (:mod:`mailbridge.storage.checkpoints`).
-PostgreSQL runs through asyncpg; an optional schema is put first on the search path.
+PostgreSQL runs through asyncpg; an optional schema is put first on the search path, and
+each connection names its process (``application_name``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +46,14 @@ def _without_checkpoints(dbapi_connection: Any, _record: Any) -> None:
     dbapi_connection.cursor().execute("PRAGMA wal_autocheckpoint=0")
 
 
+def application_name() -> str:
+    """What PostgreSQL shows for this process's connections (``pg_stat_activity``): the
+    command and the process id, ``mailbridge-runner-4242``, so that an operator can tell
+    which process holds a lock or runs a slow query."""
+    command = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1].isidentifier() else "embedded"
+    return f"mailbridge-{command}-{os.getpid()}"[:63]
+
+
 def sqlite_file(url: str) -> str | None:
     """The path of the SQLite file ``url`` names (None: not SQLite, or in memory)."""
     parsed = make_url(url)
@@ -72,9 +83,10 @@ def create_engine(
             event.listen(engine.sync_engine, "connect", _without_checkpoints)
             event.listen(engine.sync_engine, "commit", lambda _conn: checkpointer.written())
         return engine
-    connect_args: dict[str, Any] = {}
+    server_settings = {"application_name": application_name()}
     if schema:
-        connect_args["server_settings"] = {"search_path": schema}
+        server_settings["search_path"] = schema
+    connect_args: dict[str, Any] = {"server_settings": server_settings}
     return create_async_engine(
         url,
         echo=echo,

@@ -34,7 +34,13 @@ from mailbridge.services.accounts._members import (
     remove_member,
 )
 from mailbridge.services.accounts._plans import plan_named
-from mailbridge.services.accounts._quotas import QuotaLedger, lock_teams
+from mailbridge.services.accounts._quotas import (
+    QuotaLedger,
+    QuotaRaced,
+    commit_charging,
+    lock_teams,
+    locks_last,
+)
 from mailbridge.services.accounts._request_logs import (
     CapturedBody,
     LogEntry,
@@ -70,6 +76,7 @@ __all__ = [
     "Permission",
     "Principal",
     "QuotaLedger",
+    "QuotaRaced",
     "RequestLogSink",
     "Role",
     "accept_invitation",
@@ -78,6 +85,7 @@ __all__ = [
     "authenticate",
     "bearer_token",
     "change_role",
+    "commit_charging",
     "count_teams",
     "create_api_key",
     "create_team",
@@ -88,6 +96,7 @@ __all__ = [
     "list_logs",
     "list_members",
     "lock_teams",
+    "locks_last",
     "log_view",
     "member_by_email",
     "member_view",

@@ -2,19 +2,33 @@
 
 Usage is kept in hourly buckets; a window sums the buckets that overlap it, so a
 recipient counts for up to one hour longer than the exact window (never shorter:
-the quota is never overshot). Checks are atomic: the caller first locks the teams
-involved (:func:`lock_teams`) in the same transaction that stores what it charges.
+the quota is never overshot). Checks are atomic: the teams involved are locked
+(:func:`lock_teams`) in the same transaction that stores what it charges.
+
+On SQLite the lock comes first (the write lock, taken before the reads: a transaction
+that read first and wrote later could not upgrade once another writer committed). On
+PostgreSQL every writer of a team — each API process's group of sends, a runner's
+automation emails, the inbound listener — meets on that team's row, and whoever holds it
+holds it until its commit; taken first, it was held across the whole transaction, so
+that sends queued behind a runner or listener waiting for the CPU (they run at a lower
+priority) between statements. There the charge is optimistic instead
+(:meth:`QuotaLedger.settle`): usage is read without the lock, the rows are written, and
+only then is the lock taken, the usage read again and the charges checked against it
+before they are stored — held from there to the commit, a few statements. When the
+reading under the lock no longer leaves room (a team at its quota, racing another
+writer), :class:`QuotaRaced` tells the caller to do it again with the lock first.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TypeVar
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import Integer, delete, func, literal, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -24,9 +38,41 @@ from mailbridge.services.accounts._plans import plan_named
 from mailbridge.storage.sqlite_writer import SqliteWriter
 from mailbridge.storage.tables import QuotaUsage, Team
 
+_Written = TypeVar("_Written")
+
 DAY = timedelta(hours=24)
 MONTH = timedelta(days=30)
 KEEP = MONTH + timedelta(days=1)
+
+
+class QuotaRaced(Exception):
+    """Charges made on a ledger read without the lock no longer fit the usage read under
+    it: roll back and charge again with the lock taken first."""
+
+
+def locks_last(session: AsyncSession) -> bool:
+    """Whether this database takes the quota lock at the end (see the module's doc)."""
+    return session.get_bind().dialect.name == "postgresql"
+
+
+async def commit_charging(
+    session: AsyncSession, write: Callable[[bool], Awaitable[_Written]]
+) -> _Written:
+    """``write(lock_first)`` in ``session``'s transaction, then commit. On PostgreSQL
+    first with the lock last (``write`` ends with :meth:`QuotaLedger.settle`); on a
+    quota race the transaction is rolled back and written again with the lock first
+    (``write`` starts with :func:`lock_teams`). No savepoint: one round trip less while
+    the lock is held."""
+    if locks_last(session):
+        try:
+            written = await write(False)
+            await session.commit()
+            return written
+        except QuotaRaced:
+            await session.rollback()
+    written = await write(True)
+    await session.commit()
+    return written
 
 
 def bucket_of(instant: datetime) -> datetime:
@@ -139,6 +185,50 @@ class QuotaLedger:
         usage.month += recipients
         usage.pending += recipients
 
+    async def settle(self, session: AsyncSession) -> None:
+        """Store the charges of a ledger loaded *without* the lock (PostgreSQL): lock the
+        capped teams charged, then for each team one statement that adds the charge only
+        if it still fits the usage as it is now (a statement after the lock reads what
+        every earlier holder committed); :class:`QuotaRaced` when one does not fit. A team
+        whose plan caps nothing is not locked: its charge is a plain increment."""
+        charged = {team_id: usage for team_id, usage in self.teams.items() if usage.pending}
+        capped = [team_id for team_id, usage in charged.items() if _capped(usage.plan)]
+        if capped:
+            await lock_teams(session, capped)
+        for team_id, usage in charged.items():
+            if not await self._add_if_it_fits(session, team_id, usage):
+                raise QuotaRaced(team_id)
+            usage.pending = 0
+
+    async def _add_if_it_fits(self, session: AsyncSession, team_id: str, usage: TeamUsage) -> bool:
+        plan = plan_named(usage.plan)
+        recipients = usage.pending
+        room = []
+        for cap, since in ((plan.daily_emails, DAY), (plan.monthly_emails, MONTH)):
+            if cap is not None:
+                used = (
+                    select(func.coalesce(func.sum(QuotaUsage.count), 0))
+                    .where(
+                        QuotaUsage.team_id == team_id,
+                        QuotaUsage.bucket_start >= bucket_of(self.now - since),
+                    )
+                    .scalar_subquery()
+                )
+                room.append(used + recipients <= cap)
+        row = select(
+            literal(team_id, QuotaUsage.team_id.type),
+            literal(bucket_of(self.now), QuotaUsage.bucket_start.type),
+            literal(recipients, Integer()),
+        ).where(*room)
+        statement = pg_insert(QuotaUsage).from_select(["team_id", "bucket_start", "count"], row)
+        added = await session.execute(
+            statement.on_conflict_do_update(
+                index_elements=["team_id", "bucket_start"],
+                set_={"count": QuotaUsage.count + statement.excluded.count},
+            ).returning(QuotaUsage.count)
+        )
+        return added.first() is not None
+
     async def store(self, session: AsyncSession) -> None:
         bucket = bucket_of(self.now)
         insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
@@ -167,6 +257,11 @@ class QuotaLedger:
                     (team_id, bucket, usage.pending),
                 )
                 usage.pending = 0
+
+
+def _capped(plan: str) -> bool:
+    caps = plan_named(plan)
+    return caps.daily_emails is not None or caps.monthly_emails is not None
 
 
 async def purge_old_usage(session: AsyncSession, now: datetime) -> None:

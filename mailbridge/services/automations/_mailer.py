@@ -21,7 +21,7 @@ from mailbridge.errors import ApiError, DailyQuotaExceeded, MonthlyQuotaExceeded
 from mailbridge.mail import templating
 from mailbridge.services import email as emails
 from mailbridge.services import polls
-from mailbridge.services.accounts import Principal, QuotaLedger, lock_teams
+from mailbridge.services.accounts import Principal, QuotaLedger, lock_teams, locks_last
 from mailbridge.services.context import ServiceContext
 from mailbridge.services.email import SendEmailRequest, SendJob, prepare_email
 from mailbridge.services.email import store_email as store
@@ -119,8 +119,12 @@ class SQLMailer:
         return self._lists[team_id]
 
     async def _ledger(self, team_id: str) -> QuotaLedger:
+        """The team's usage for the checks made when an email is asked for; on PostgreSQL
+        read without the lock (:func:`~mailbridge.services.email.store` takes it last and
+        checks again), so a runner does not hold it across its whole transaction."""
         if team_id not in self._ledgers:
-            await lock_teams(self.session, [team_id])
+            if not locks_last(self.session):
+                await lock_teams(self.session, [team_id])
             self._ledgers[team_id] = await QuotaLedger.load(
                 self.session, self.context.clock.now(), [team_id]
             )

@@ -24,7 +24,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock
 from mailbridge.errors import ApiError, ApplicationError, ServiceUnavailable
-from mailbridge.services.accounts import QuotaLedger, lock_teams
+from mailbridge.services.accounts import (
+    QuotaLedger,
+    QuotaRaced,
+    commit_charging,
+    lock_teams,
+    locks_last,
+)
 from mailbridge.services.email import _idempotency as idempotency
 from mailbridge.services.email import _suppressions as suppressions
 from mailbridge.services.email._events import event_rows
@@ -107,24 +113,39 @@ async def _suppression_lists(session: AsyncSession, jobs: list[SendJob]) -> dict
 
 async def accept(session: AsyncSession, clock: Clock, jobs: list[SendJob]) -> list[ApiError | None]:
     """Store every job whose recipients survive the suppression list and fit its team's
-    quota, and commit; one outcome per job (None: stored)."""
-    outcomes = await store(session, clock, jobs)
-    await session.commit()
-    return outcomes
+    quota, and commit; one outcome per job (None: stored). On PostgreSQL the teams are
+    locked last (``accounts.commit_charging``)."""
+    return await commit_charging(
+        session, lambda lock_first: _store(session, clock, jobs, lock_first=lock_first)
+    )
 
 
 async def store(session: AsyncSession, clock: Clock, jobs: list[SendJob]) -> list[ApiError | None]:
     """What :func:`accept` does, inside the caller's transaction (automations send with
-    their run's state change), without committing."""
+    their run's state change), without committing. On PostgreSQL the teams are locked
+    last (``accounts._quotas``), in a savepoint that a quota race rolls back."""
+    if locks_last(session):
+        try:
+            async with session.begin_nested():
+                return await _store(session, clock, jobs, lock_first=False)
+        except QuotaRaced:
+            pass
+    return await _store(session, clock, jobs, lock_first=True)
+
+
+async def _store(
+    session: AsyncSession, clock: Clock, jobs: list[SendJob], *, lock_first: bool
+) -> list[ApiError | None]:
     team_ids = {job.team_id for job in jobs}
-    await lock_teams(session, team_ids)
+    if lock_first:
+        await lock_teams(session, team_ids)
     listed = await _suppression_lists(session, jobs)
     ledger = await QuotaLedger.load(session, clock.now(), team_ids)
     settled = _Settled.of(jobs, listed, ledger, clock.now())
     for reservation, answer in settled.answers:
         await idempotency.complete(session, reservation, answer)
     await settled.rows.insert(session)
-    await ledger.store(session)
+    await (ledger.store(session) if lock_first else ledger.settle(session))
     return settled.outcomes
 
 

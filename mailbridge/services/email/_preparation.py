@@ -72,7 +72,8 @@ class PreparedEmail:
     def apply_suppression_list(self, listed: set[str]) -> None:
         """Drop listed addresses; 422 when no ``to`` recipient is left."""
         dropped = [address for address in self.candidates if address in listed]
-        self.suppressed = [*self.suppressed, *dropped]
+        # Applied again when a group is stored again (one by one, or after a quota race).
+        self.suppressed = [*self.suppressed, *(a for a in dropped if a not in self.suppressed)]
         self.row["delivery_recipients"] = [a for a in self.candidates if a not in listed]
         if all(address in self.suppressed for address in self.to):
             raise ValidationError(

@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.clock import isoformat_ms
 from mailbridge.mail.inbound_reports import Bounce, Complaint, is_auto_reply, message_email_id
 from mailbridge.services import email as emails
-from mailbridge.services.accounts import QuotaLedger, lock_teams
+from mailbridge.services.accounts import QuotaLedger, commit_charging, lock_teams
 from mailbridge.services.context import ServiceContext
 from mailbridge.services.inbound._parsing import ParsedMessage
 from mailbridge.services.inbound._receiving import Received
@@ -77,20 +77,31 @@ class _New:
 async def store(
     session: AsyncSession, context: ServiceContext, arrivals: Sequence[Arrival]
 ) -> list[list[str]]:
-    """The rows of a group (not committed); each message's row ids. Raises
-    ``DailyQuotaExceeded``/``MonthlyQuotaExceeded`` when a team is over."""
+    """The rows of a group, committed; each message's row ids. Raises
+    ``DailyQuotaExceeded``/``MonthlyQuotaExceeded`` when a team is over. On PostgreSQL
+    the teams are locked last (``accounts.commit_charging``)."""
+    return await commit_charging(
+        session, lambda lock_first: _store(session, context, arrivals, lock_first=lock_first)
+    )
+
+
+async def _store(
+    session: AsyncSession, context: ServiceContext, arrivals: Sequence[Arrival], *,
+    lock_first: bool,
+) -> list[list[str]]:  # fmt: skip
     now = context.clock.now()
     teams = _teams(arrivals)
-    await lock_teams(session, teams)
+    if lock_first:
+        await lock_teams(session, teams)
     found = await session.execute(_stored_query(teams, arrivals))
     stored = {(team_id, blob): received_id for team_id, blob, received_id in found.all()}
     ledger = await QuotaLedger.load(session, now, teams)
     results, new = _assign(arrivals, stored, ledger)
-    await ledger.store(session)
     about = [await _about(session, context, item) for item in new]
     for table, rows in _rows(new, about, now):
         if rows:
             await session.execute(insert(table_of(table)), rows)
+    await (ledger.store(session) if lock_first else ledger.settle(session))
     return results
 
 

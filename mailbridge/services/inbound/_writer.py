@@ -96,7 +96,6 @@ class InboundWriter:
         else:
             async with self.context.database.session() as session:
                 results = await store(session, self.context, arrivals)
-                await session.commit()
         self.commits += 1
         self._cache_attachments([blob for a in arrivals for blob in a.received.attachments])
         return results
