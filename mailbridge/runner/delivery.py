@@ -165,7 +165,7 @@ class DeliveryWorker:
         )  # fmt: skip
         self._journal.start()
         if isinstance(self._provider, OutboxProvider):
-            await self._discard_outbox_leftovers(self._provider)
+            await self.sweep_outbox(self._provider)
         if isinstance(self._provider, SmtpProvider) and self._provider.receipts is not None:
             await self._discard_old_receipts(self._provider.receipts)
 
@@ -421,27 +421,11 @@ class DeliveryWorker:
                     (receipts / f"{owner}.receipts").unlink()
 
     async def sweep_outbox(self, outbox: OutboxProvider) -> None:
-        """Pending outbox files of attempts that are over, found while running: a runner
-        killed before its handover committed, restarted while its lease still held,
-        leaves a file the start-up look kept; once another attempt holds the email (or it
-        is settled), that file is nobody's. A handed-over email (``sent``) keeps every
+        """Pending outbox files of attempts that are over, at start-up and while running
+        (their runner was killed before the handover committed): listed first, then
+        checked against the leases. Once another attempt holds the email (or it is
+        settled), such a file is nobody's. A handed-over email (``sent``) keeps every
         pending file: settling it reads one."""
-        files = await asyncio.to_thread(outbox.pending_files)
-        if not files:
-            return
-        async with self.context.database.session() as session:
-            found = await emails.email_leases_and_statuses(
-                session, [email_id for email_id, _ in files]
-            )
-        for email_id, attempt in files:
-            owner, status = found.get(email_id, (None, "gone"))
-            if owner != attempt and status != "sent":
-                outbox.discard(email_id, attempt)
-
-    async def _discard_outbox_leftovers(self, outbox: OutboxProvider) -> None:
-        """Pending outbox files of attempts that are over (their runner was killed before
-        the handover): listed first, then checked against the leases. A handed-over email
-        (``sent``) keeps every pending file, as in :meth:`sweep_outbox`."""
         files = await asyncio.to_thread(outbox.pending_files)
         if not files:
             return
