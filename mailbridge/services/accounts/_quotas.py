@@ -112,6 +112,9 @@ class QuotaLedger:
             return ledger
         team_rows = await session.execute(select(Team.id, Team.plan).where(Team.id.in_(ids)))
         plans: dict[str, str] = {team_id: plan for team_id, plan in team_rows.all()}
+        ids = [team_id for team_id in ids if _capped(plans.get(team_id, "free"))]
+        if not ids:  # no cap to check: the usage is not read (``charge`` still counts)
+            return ledger._filled(list(plans), plans, {})
         day_start, month_start = bucket_of(now - DAY), bucket_of(now - MONTH)
         rows = await session.execute(
             select(
@@ -125,7 +128,7 @@ class QuotaLedger:
             .group_by(QuotaUsage.team_id)
         )
         used = {team_id: (int(month), int(day)) for team_id, month, day in rows.all()}
-        return ledger._filled(ids, plans, used)
+        return ledger._filled(sorted({*ids, *plans}), plans, used)
 
     @classmethod
     def load_inline(
@@ -141,6 +144,10 @@ class QuotaLedger:
         plans = dict(connection.execute(
             "SELECT id, plan FROM teams WHERE id IN (SELECT value FROM json_each(?))", (listed,)
         ).fetchall())  # fmt: skip
+        ids = [team_id for team_id in ids if _capped(plans.get(team_id, "free"))]
+        if not ids:  # no cap to check: the usage is not read (``charge`` still counts)
+            return ledger._filled(list(plans), plans, {})
+        listed = json.dumps(ids)
         instant = QuotaUsage.bucket_start.type
         rows = connection.execute(
             "SELECT team_id, coalesce(sum(count), 0),"
@@ -152,7 +159,7 @@ class QuotaLedger:
              writer.value(instant, bucket_of(now - MONTH))),
         ).fetchall()  # fmt: skip
         used = {team_id: (int(month), int(day)) for team_id, month, day in rows}
-        return ledger._filled(ids, plans, used)
+        return ledger._filled(sorted({*ids, *plans}), plans, used)
 
     def _filled(
         self, ids: list[str], plans: dict[str, str], used: dict[str, tuple[int, int]]
@@ -161,6 +168,10 @@ class QuotaLedger:
             month, day = used.get(team_id, (0, 0))
             self.teams[team_id] = TeamUsage(plans.get(team_id, "free"), day, month)
         return self
+
+    def capped(self, team_id: str) -> bool:
+        """Whether the team's plan caps anything (else its usage was not read: 0 here)."""
+        return _capped(self.teams[team_id].plan)
 
     def check(self, team_id: str, recipients: int) -> None:
         """Raise 429 unless ``recipients`` more fit the team's quota (charges nothing)."""

@@ -303,13 +303,28 @@ async def check_records(
     return {record.key.value: status.value for record, status in zip(records, results, strict=True)}
 
 
+_CACHED_RESOLVERS: dict[tuple[int, str | None], dns.asyncresolver.Resolver] = {}
+
+
+def _resolver_of(cache: dns.resolver.LRUCache, settings: Settings) -> dns.asyncresolver.Resolver:
+    """The resolver kept with ``cache`` (a listener's: one a process), built once: building
+    one for each lookup cost more than the cached answer it gives."""
+    key = (id(cache), settings.dns_nameserver)
+    resolver = _CACHED_RESOLVERS.get(key)
+    if resolver is None or resolver.cache is not cache:
+        if len(_CACHED_RESOLVERS) >= 64:  # listeners come and go (tests): forget the old
+            _CACHED_RESOLVERS.clear()
+        resolver = _CACHED_RESOLVERS[key] = build_resolver(settings, cache)
+    return resolver
+
+
 async def txt_values(
     settings: Settings, fqdn: str, cache: dns.resolver.LRUCache | None = None
 ) -> list[str] | None:
     """The TXT values at ``fqdn``; None when the lookup could not conclude. With a
     ``cache``: what it holds still within its TTL, else looked up and kept there."""
     try:
-        resolver = build_resolver(settings, cache)
+        resolver = _resolver_of(cache, settings) if cache is not None else build_resolver(settings)
     except dns.resolver.NoResolverConfiguration:
         return None
     rdatas = await lookup(resolver, fqdn, "TXT")

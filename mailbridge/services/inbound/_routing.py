@@ -9,13 +9,17 @@ received mail counts against it, spec §8.1).
 A listener asks this for every recipient of every message, so a :class:`Router`
 remembers briefly what it found: which team a domain's mail goes to (``ROUTE_SECONDS``:
 a domain's receiving switched off stops its mail within that), and that a team had
-room (``ROOM_SECONDS``; a team never over it at RCPT still is at the commit, and hears
-``452`` there). A VERP address names one email and is looked up each time.
+room (``ROOM_SECONDS``, or ``ROUTE_SECONDS`` for a plan that caps nothing; a team
+over it at the commit hears ``452`` there). Concurrent conversations asking about the
+same team while nothing is remembered share one lookup. A VERP address names one email
+and is looked up each time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -43,16 +47,20 @@ class Route:
 
 
 class Router:
-    def __init__(self, context: ServiceContext) -> None:
+    def __init__(
+        self, context: ServiceContext, monotonic: Callable[[], float] = time.monotonic
+    ) -> None:
         self.context = context
+        self._monotonic = monotonic
         self._teams: dict[str, tuple[float, str | None]] = {}  # domain → (until, team)
         self._room: dict[str, float] = {}  # team → until
+        self._asking: dict[str, asyncio.Future[bool]] = {}  # team → the lookup under way
 
     async def route(self, address: str) -> Route | None:
         """The team ``address`` reaches (None: no one here)."""
         email_id = verp_email_id(address)
         domain = address.rpartition("@")[2].lower()
-        now = time.monotonic()
+        now = self._monotonic()
         remembered = self._teams.get(domain)
         if email_id is None and remembered is not None and remembered[0] > now:
             team_id = remembered[1]
@@ -67,13 +75,24 @@ class Router:
 
     async def has_room(self, team_id: str) -> bool:
         """Whether the team's quota takes one more message."""
-        now = time.monotonic()
-        if self._room.get(team_id, 0.0) > now:
+        if self._room.get(team_id, 0.0) > self._monotonic():
             return True
-        async with self.context.database.session() as session:
-            room = await fits_quota(session, self.context, team_id)
+        asking = self._asking.get(team_id)
+        if asking is not None:
+            return await asyncio.shield(asking)
+        asking = self._asking[team_id] = asyncio.get_running_loop().create_future()
+        try:
+            async with self.context.database.session() as session:
+                room, capped = await fits_quota(session, self.context, team_id)
+        except BaseException as exc:
+            asking.set_exception(exc)
+            asking.exception()  # retrieved: the waiters, if any, raise it themselves
+            raise
+        finally:
+            del self._asking[team_id]
         if room:
-            self._room[team_id] = now + ROOM_SECONDS
+            self._room[team_id] = self._monotonic() + (ROOM_SECONDS if capped else ROUTE_SECONDS)
+        asking.set_result(room)
         return room
 
 
@@ -87,10 +106,14 @@ async def route(session: AsyncSession, address: str) -> Route | None:
     return Route(address, domain.team_id) if domain is not None else None
 
 
-async def fits_quota(session: AsyncSession, context: ServiceContext, team_id: str) -> bool:
+async def fits_quota(
+    session: AsyncSession, context: ServiceContext, team_id: str
+) -> tuple[bool, bool]:
+    """Whether the team's quota takes one more message, and whether its plan caps any."""
     ledger = await QuotaLedger.load(session, context.clock.now(), [team_id])
+    capped = ledger.capped(team_id)
     try:
         ledger.check(team_id, 1)
     except ApiError:
-        return False
-    return True
+        return False, capped
+    return True, capped
