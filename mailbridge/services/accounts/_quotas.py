@@ -13,10 +13,11 @@ holds it until its commit; taken first, it was held across the whole transaction
 that sends queued behind a runner or listener waiting for the CPU (they run at a lower
 priority) between statements. There the charge is optimistic instead
 (:meth:`QuotaLedger.settle`): usage is read without the lock, the rows are written, and
-only then is the lock taken, the usage read again and the charges checked against it
-before they are stored — held from there to the commit, a few statements. When the
-reading under the lock no longer leaves room (a team at its quota, racing another
-writer), :class:`QuotaRaced` tells the caller to do it again with the lock first.
+only then is the lock taken and each charge added by one statement that checks it
+against the usage as it is now — held from there to the commit. When a charge no longer
+fits (a team at its quota, racing another writer), :class:`QuotaRaced` tells the caller
+to do it again with the lock first (:func:`commit_charging`). A team whose plan caps
+nothing is never locked, and its usage is not read, only counted.
 """
 
 from __future__ import annotations
