@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 import pytest
 import resend
 
 STARTUP_TIMEOUT = 30.0
+_Progress = TypeVar("_Progress")
 
 
 def free_port() -> int:
@@ -116,3 +119,32 @@ def sdk(server: Server) -> Iterator[Server]:
     resend.api_key = server.create_key()["token"]
     yield server
     resend.api_key, resend.api_url = saved
+
+
+def kill_mid_work(
+    start: Callable[[], subprocess.Popen[bytes]],
+    progress: Callable[[], _Progress],
+    done: Callable[[_Progress], bool],
+    kills: int,
+    rng: random.Random,
+) -> int:
+    """Start a process ``kills`` times and SIGKILL each one a random instant (0 to 0.3 s)
+    after the database shows it working, so that kills land in the work rather than in
+    the start-up; stops early once ``done``. The number of kills after which the
+    database had moved on and the work was not done: the kills that landed mid-work."""
+    mid_work, seen = 0, progress()
+    for _ in range(kills):
+        process = start()
+        try:
+            deadline = time.monotonic() + STARTUP_TIMEOUT
+            while progress() == seen and process.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(rng.uniform(0, 0.3))
+        finally:
+            process.send_signal(signal.SIGKILL)
+            process.wait(10)
+        before, seen = seen, progress()
+        if done(seen):
+            break
+        mid_work += seen != before
+    return mid_work
