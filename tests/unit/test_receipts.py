@@ -43,3 +43,14 @@ def test_the_ring_reuses_its_oldest_slots(tmp_path: Path, monkeypatch) -> None:
     assert found == [False, False, True, True, True, True]
     assert (tmp_path / "runner-1.receipts").stat().st_size == 4 * receipts.SLOT
     book.close()
+
+
+def test_a_withdrawn_receipt_is_no_longer_found(tmp_path: Path) -> None:
+    book = ReceiptBook(tmp_path, "runner-1")
+    kept = book.file("email-a", 1)
+    withdrawn = book.file("email-b", 1)
+    assert (kept, withdrawn) == (0, 1)
+    book.withdraw(withdrawn)
+    assert receipt_filed(tmp_path, "runner-1", "email-a", 1) is True
+    assert receipt_filed(tmp_path, "runner-1", "email-b", 1) is False
+    book.close()

@@ -18,11 +18,11 @@ email is already ``sent`` and :meth:`Provider.settle` finishes or accounts for t
 handover instead of delivering again. Between the commit and :meth:`Handover.complete`
 lies however long the event loop takes to see the commit return (under load, a few
 milliseconds), so a provider whose completion cannot be redone later (SMTP: the
-connection is gone) leaves evidence right after completing — a *receipt*, see
-``receipts`` — and :meth:`Provider.settle` goes by it: completed → delivered; not
-completed → delivered again, which is safe because the relay discarded the
-unterminated message. What remains is the instant between the completing write and
-the receipt (a memory copy).
+connection is gone) leaves evidence as it completes — a *receipt*, see ``receipts``
+— and :meth:`Provider.settle` goes by it: completed → delivered; not completed →
+delivered again, which is safe because the relay discarded the unterminated message.
+What remains is the instant between filing the receipt (a memory copy) and the
+completing write, with no system call in between.
 
 Outcomes:
 

@@ -4,8 +4,16 @@ Between the commit that records an email as ``sent`` and the write that complete
 the handover there is the time the event loop takes to see the commit return — under
 load a few milliseconds, enough for a kill to land in. A runner that dies there has
 recorded a handover it never made; the next runner has to know, and the relay cannot
-tell it. So right after writing each terminator a runner files a receipt, and the
-runner that settles the handover goes by it.
+tell it. So a runner files a receipt for each terminator it writes, and the runner
+that settles the handover goes by it.
+
+The receipt is filed *just before* the write, not after it: the write to a loopback
+or LAN relay wakes the relay, and the kernel often hands the CPU over right there —
+the runner sits descheduled between its write and whatever comes next, for as long as
+the machine is busy, so a kill landing then would find a written terminator with no
+receipt (a duplicate). Between filing and the write there is no system call and
+nothing that wakes anyone: a few hundred nanoseconds of this process's own work. A
+write that fails, or that the kernel did not take at once, withdraws its receipt.
 
 The receipts of one runner are a ring of fixed-size slots in a memory-mapped file
 ``<directory>/<runner>.receipts``: filing one is a memory copy (no system call), and
@@ -27,6 +35,9 @@ SLOT = 64
 SLOTS = 65536  # 4 MiB a runner
 
 
+_BLANK = b" " * (SLOT - 1) + b"\n"
+
+
 def _record(email_id: str, attempt: int) -> bytes:
     text = f"{email_id} {attempt}"
     return text.encode("ascii").ljust(SLOT - 1) + b"\n"
@@ -46,10 +57,18 @@ class ReceiptBook:
             os.close(descriptor)
         self._next = 0
 
-    def file(self, email_id: str, attempt: int) -> None:
-        offset = self._next * SLOT
+    def file(self, email_id: str, attempt: int) -> int:
+        """Files a receipt; returns its slot (for :meth:`withdraw`)."""
+        slot = self._next
+        offset = slot * SLOT
         self._map[offset : offset + SLOT] = _record(email_id, attempt)
-        self._next = (self._next + 1) % SLOTS
+        self._next = (slot + 1) % SLOTS
+        return slot
+
+    def withdraw(self, slot: int) -> None:
+        """Blanks a receipt whose terminator did not go out after all."""
+        offset = slot * SLOT
+        self._map[offset : offset + SLOT] = _BLANK
 
     def close(self) -> None:
         self._map.close()

@@ -9,8 +9,8 @@ left our buffers — then the caller commits ``sent`` and :meth:`SmtpHandover.co
 writes ``.\\r\\n``. A relay whose client disappears before the terminator discards
 the message (RFC 5321 §4.1.1.4), so a crash before the commit delivers nothing.
 
-Right after the terminator, :meth:`SmtpHandover.complete` files a receipt (see
-``receipts``: a memory copy, nanoseconds after the write). If the runner dies before
+Just before the terminator, :meth:`SmtpHandover.complete` files a receipt (see
+``receipts``: a memory copy, nanoseconds before the write). If the runner dies before
 the outcome is recorded, :meth:`SmtpProvider.settle` goes by the receipts of the
 runner that made the handover: a receipt means the terminator was written (the email
 counts as delivered, unconfirmed); none means it was not — the relay discarded the
@@ -331,14 +331,26 @@ class SmtpHandover:
         self.receipt: tuple[ReceiptBook, str, int] | None = None
 
     def complete(self) -> None:
-        try:
-            self._connection.protocol.write(b".\r\n")
-        except aiosmtplib.SMTPServerDisconnected as exc:
-            self._lost = exc
-            return
+        # The receipt before the write (see ``receipts``: after it, the runner may sit
+        # descheduled with the terminator written and no receipt yet).
+        book: ReceiptBook | None = None
+        slot = 0
         if self.receipt is not None:
             book, email_id, attempt = self.receipt
-            book.file(email_id, attempt)
+            slot = book.file(email_id, attempt)
+        protocol = self._connection.protocol
+        try:
+            protocol.write(b".\r\n")
+        except aiosmtplib.SMTPServerDisconnected as exc:
+            self._lost = exc
+            if book is not None:
+                book.withdraw(slot)
+            return
+        transport = cast(asyncio.WriteTransport | None, protocol.transport)
+        if book is not None and (transport is None or transport.get_write_buffer_size()):
+            # Still in our buffer (the kernel's was full): a kill now would lose it, and
+            # the relay would discard the message, so it must be sent again.
+            book.withdraw(slot)
 
     def abandon(self) -> None:
         # Closing in the middle of DATA is how a client takes a message back.

@@ -1,0 +1,126 @@
+"""The receipt of a handover is filed before its terminator is written, and withdrawn
+when the terminator did not leave this process: a runner killed at any instant after
+the write — descheduled there, as the relay it woke takes the CPU — has its receipt.
+
+Against a real SMTP listener on loopback; the provider is driven directly, as the
+delivery journal drives it (prepare, then complete after the commit, then outcome).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import aiosmtplib
+import pytest
+from aiosmtplib.protocol import SMTPProtocol
+
+from mailbridge.mail.providers import SmtpProvider, SmtpRelay
+from mailbridge.mail.providers.base import Accepted, Delivery, TemporaryFailure
+from mailbridge.mail.providers.receipts import receipt_filed
+from mailbridge.mail.providers.smtp import SmtpHandover
+from tests.smtp_listener import Listener, smtp_listener
+
+MESSAGE = (
+    b"From: shop@shop.io\r\nTo: ann@corp.io\r\nSubject: Hello\r\n"
+    b"Message-ID: <receipt-test@shop.io>\r\n\r\nHello Ann\r\n"
+)
+DELIVERY = Delivery("email-1", "bounces@shop.io", ("ann@corp.io",), "me", 1)
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    with smtp_listener() as running:
+        yield running
+
+
+def _filed(directory: Path) -> bool | None:
+    return receipt_filed(directory, "me", DELIVERY.email_id, DELIVERY.attempt_number)
+
+
+def _on_terminator(monkeypatch: pytest.MonkeyPatch, action: Callable[[SMTPProtocol], None]) -> None:
+    """Runs ``action`` where the terminator is about to be written."""
+    original = SMTPProtocol.write
+
+    def write(protocol: SMTPProtocol, data: bytes) -> None:
+        if data == b".\r\n":
+            action(protocol)
+        original(protocol, data)
+
+    monkeypatch.setattr(SMTPProtocol, "write", write)
+
+
+async def _handover(provider: SmtpProvider) -> SmtpHandover:
+    handover = await provider.prepare(DELIVERY, MESSAGE)
+    assert isinstance(handover, SmtpHandover), handover
+    return handover
+
+
+async def test_the_receipt_is_in_the_book_before_the_terminator_is_written(
+    listener: Listener, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = tmp_path / "handovers"
+    provider = SmtpProvider(SmtpRelay.from_url(listener.url), pool_size=1, receipts=directory)
+    seen: list[bool | None] = []
+    _on_terminator(monkeypatch, lambda _protocol: seen.append(_filed(directory)))
+    try:
+        handover = await _handover(provider)
+        assert _filed(directory) is False  # nothing filed while it can still be taken back
+        handover.complete()
+        outcome = await handover.outcome()
+    finally:
+        await provider.close()
+
+    assert seen == [True]
+    assert isinstance(outcome, Accepted) and outcome.confirmed
+    assert _filed(directory) is True
+    assert [message.message_id for message in listener.messages()] == ["<receipt-test@shop.io>"]
+
+
+async def test_a_terminator_that_could_not_be_written_withdraws_its_receipt(
+    listener: Listener, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = tmp_path / "handovers"
+    provider = SmtpProvider(SmtpRelay.from_url(listener.url), pool_size=1, receipts=directory)
+
+    def lose_the_connection(_protocol: SMTPProtocol) -> None:
+        raise aiosmtplib.SMTPServerDisconnected("Connection lost")
+
+    _on_terminator(monkeypatch, lose_the_connection)
+    try:
+        handover = await _handover(provider)
+        handover.complete()
+        outcome = await handover.outcome()
+    finally:
+        await provider.close()
+
+    assert isinstance(outcome, TemporaryFailure)
+    assert _filed(directory) is False  # settled after a kill: sent again, as it must be
+    assert listener.messages() == []
+
+
+async def test_a_terminator_left_in_our_buffer_withdraws_its_receipt(
+    listener: Listener, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the kernel's buffer is full the terminator waits in the transport's: a kill
+    then loses it, so the handover must not count as made."""
+    directory = tmp_path / "handovers"
+    provider = SmtpProvider(SmtpRelay.from_url(listener.url), pool_size=1, receipts=directory)
+
+    def kernel_buffer_full(protocol: SMTPProtocol) -> None:
+        transport = protocol.transport
+        assert isinstance(transport, asyncio.WriteTransport)
+        size = transport.get_write_buffer_size
+        monkeypatch.setattr(transport, "get_write_buffer_size", lambda: size() + 3)
+
+    _on_terminator(monkeypatch, kernel_buffer_full)
+    try:
+        handover = await _handover(provider)
+        handover.complete()
+        filed = _filed(directory)
+        handover.abandon()
+    finally:
+        await provider.close()
+
+    assert filed is False
