@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
@@ -89,7 +90,10 @@ def _member(server: Server, email: str, role: str) -> None:
 def _wait(condition: Any, what: str, timeout: float = 60) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        value = condition()
+        try:
+            value = condition()
+        except StaleElementReferenceException:
+            value = None  # htmx swapped the element between finding and reading it
         if value:
             return value
         time.sleep(0.2)
