@@ -202,7 +202,11 @@ def configure(settings: Settings, stream: TextIO | None = None) -> None:
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
-    root.setLevel(level_number(settings.log_level))
+    level = level_number(settings.log_level)
+    root.setLevel(level)
+    # APScheduler tells every run of every tick at info (the heartbeat: two lines every
+    # 15 s); its warnings (a missed run) still show, the rest only at debug.
+    logging.getLogger("apscheduler").setLevel(logging.WARNING if level > logging.DEBUG else 0)
     structlog.configure(
         processors=[
             structlog.stdlib.filter_by_level,

@@ -176,3 +176,20 @@ def test_configure_sends_every_logger_through_one_handler() -> None:
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
     assert [line["logger"] for line in lines] == ["uvicorn.error", "mailbridge.anything"]
     assert API_KEY not in stream.getvalue()
+
+
+@pytest.mark.parametrize(("level", "shown"), [("info", False), ("debug", True)])
+def test_the_scheduler_tells_each_tick_only_at_debug(level: str, shown: bool) -> None:
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    stream = io.StringIO()
+    try:
+        configure(Settings(log_format="text", log_level=level), stream)
+        logging.getLogger("apscheduler.executors.default").info('Running job "heartbeat"')
+        logging.getLogger("apscheduler.scheduler").warning("Run time of job was missed")
+    finally:
+        root.handlers[:], _ = saved
+        root.setLevel(saved[1])
+        logging.getLogger("apscheduler").setLevel(logging.NOTSET)
+    assert ('Running job "heartbeat"' in stream.getvalue()) is shown
+    assert "Run time of job was missed" in stream.getvalue()
