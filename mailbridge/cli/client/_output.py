@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 PREFERRED_COLUMNS = (
     "id", "name", "email", "subject", "status", "from", "to", "type", "alias", "endpoint",
@@ -96,8 +97,10 @@ def _cell(value: Any) -> str:
     return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
 
 
-def table(items: list[Any]) -> Table:
+def table(items: list[Any]) -> Table | Text:
     rows = [item for item in items if isinstance(item, dict)]
+    if not rows:
+        return Text("nothing here", style="dim")  # a table without columns prints nothing
     keys: list[str] = []
     for item in rows[:50]:
         keys.extend(key for key in item if key not in keys and key != "object")
@@ -115,8 +118,6 @@ def table(items: list[Any]) -> Table:
             view.add_column(column, overflow="fold")
     for item in rows:
         view.add_row(*(_cell(item.get(column)) for column in columns))
-    if not rows:
-        view.caption = "nothing here"
     return view
 
 
