@@ -73,7 +73,7 @@ class SqliteWriter:
         self._busy_timeout = busy_timeout
         self._connection: sqlite3.Connection | None = None
         self._encoders: dict[tuple[str, tuple[str, ...]], RowEncoder] = {}
-        self._decoders: dict[str, RowDecoder] = {}
+        self._decoders: dict[tuple[str, tuple[str, ...]], RowDecoder] = {}
 
     async def transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work(connection)`` in one write transaction, committed if it returns and
@@ -136,11 +136,13 @@ class SqliteWriter:
             encoder = self.encoder(table, keys)
             connection.executemany(encoder.update_sql, encoder.encode(rows))
 
-    def decoder(self, table: Table) -> RowDecoder:
-        """The (cached) decoder of whole rows of ``table``."""
-        decoder = self._decoders.get(table.name)
+    def decoder(self, table: Table, *, leaving_out: tuple[str, ...] = ()) -> RowDecoder:
+        """The (cached) decoder of rows of ``table``: every column but ``leaving_out``
+        (left unloaded on the objects it builds, like the ORM's ``defer``)."""
+        cache_key = (table.name, leaving_out)
+        decoder = self._decoders.get(cache_key)
         if decoder is None:
-            decoder = self._decoders[table.name] = RowDecoder(table, self.dialect)
+            decoder = self._decoders[cache_key] = RowDecoder(table, self.dialect, leaving_out)
         return decoder
 
     def value(self, type_: TypeEngine[Any], value: Any) -> Any:
@@ -207,17 +209,18 @@ class RowEncoder:
 
 
 class RowDecoder:
-    """Rows of one table as this connection reads them (every column, in the table's
-    order: :attr:`columns` is the select list) → the values SQLAlchemy would give, by
-    the columns' own result processors; and → detached ORM objects of ``entity``, built
-    without the unit of work's loading machinery."""
+    """Rows of one table as this connection reads them (every column but those left
+    out, in the table's order: :attr:`columns` is the select list) → the values
+    SQLAlchemy would give, by the columns' own result processors; and → detached ORM
+    objects of ``entity``, built without the unit of work's loading machinery."""
 
-    def __init__(self, table: Table, dialect: Dialect) -> None:
+    def __init__(self, table: Table, dialect: Dialect, leaving_out: Sequence[str] = ()) -> None:
         quote = dialect.identifier_preparer.quote
-        self.columns = ", ".join(quote(column.name) for column in table.columns)
-        self.keys = [column.key for column in table.columns]
+        read = [column for column in table.columns if column.key not in leaving_out]
+        self.columns = ", ".join(quote(column.name) for column in read)
+        self.keys = [column.key for column in read]
         self._decoders: list[tuple[int, Callable[[Any], Any]]] = []
-        for index, column in enumerate(table.columns):
+        for index, column in enumerate(read):
             processor = column.type.dialect_impl(dialect).result_processor(dialect, None)
             if processor is not None:
                 self._decoders.append((index, processor))

@@ -19,7 +19,7 @@ from mailbridge.services.email import _delivery_queue as delivery_queue
 from mailbridge.services.email._delivery_journal import DeliveryJournal
 from mailbridge.services.email._delivery_queue import RETRY_POLICY
 from mailbridge.storage.database import Database
-from mailbridge.storage.tables import Domain, Email, EmailEvent
+from mailbridge.storage.tables import Domain, Email, EmailAttachment, EmailEvent
 from tests.integration.conftest import Tenants
 from tests.integration.email_factory import Attachment, add_domain, add_email, load_email
 from tests.smtp_listener import smtp_listener
@@ -69,8 +69,21 @@ async def test_a_claimed_email_reads_as_the_orm_loads_it(
         assert getattr(claimed, column.key) == getattr(loaded, column.key), column.key
     assert claimed.lease_owner == "me" and claimed.attempts == 1
     assert claimed.created_at.tzinfo is not None and isinstance(claimed.marketing, bool)
-    assert batch.domains[shop.id].name == shop.name
-    assert [attachment.filename for attachment in batch.attachments[added.id]] == ["a.txt"]
+    async with fake_context.database.session() as session:
+        domain = await session.get(Domain, shop.id)
+        stored = (
+            await session.scalars(
+                select(EmailAttachment).where(EmailAttachment.email_id == added.id)
+            )
+        ).all()
+    for column in Domain.__table__.columns:
+        assert getattr(batch.domains[shop.id], column.key) == getattr(domain, column.key)
+    [attachment] = batch.attachments[added.id]
+    assert attachment.filename == "a.txt"
+    for column in EmailAttachment.__table__.columns:
+        if column.key != "content":
+            assert getattr(attachment, column.key) == getattr(stored[0], column.key)
+    assert "content" not in attachment.__dict__  # the bytes are read when it is delivered
     claimed.status = "sent"  # a detached object: changes stay on it
     assert (await load_email(fake_context, added.id)).status == "queued"
 

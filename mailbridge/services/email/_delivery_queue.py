@@ -120,20 +120,18 @@ async def claim(
     busy: Collection[str] = (),
 ) -> ClaimedBatch:
     """:func:`claim_due` in a transaction of its own; on a SQLite file, inline through
-    the database's :class:`SqliteWriter` (one statement, rows decoded straight into
-    detached objects: a claim through the ORM cost more than the rest of a delivery's
-    bookkeeping)."""
+    the database's :class:`SqliteWriter` (one statement and the reads of the batch's
+    domains and attachments, rows decoded straight into detached objects: a claim
+    through the ORM cost more than the rest of a delivery's bookkeeping)."""
     writer = database.sqlite_writer
     if writer is None:
         async with database.session() as session:
             batch = await claim_due(session, now, owner, lease, limit, busy)
             await session.commit()
         return batch
-    emails = await writer.transaction(
+    return await writer.transaction(
         lambda connection: _claim_inline(writer, connection, now, owner, lease, limit, busy)
     )
-    async with database.session() as session:
-        return await _with_related(session, emails, {})
 
 
 def _claim_inline(
@@ -144,8 +142,9 @@ def _claim_inline(
     lease: timedelta,
     limit: int,
     busy: Collection[str],
-) -> list[Email]:
-    """:func:`claim_due`'s statement inside a :class:`SqliteWriter` transaction."""
+) -> ClaimedBatch:
+    """:func:`claim_due`'s statement and its related rows inside a :class:`SqliteWriter`
+    transaction."""
     decoder = writer.decoder(table_of(Email))
     instant = table_of(Email).c.due_at.type
     statuses = ", ".join("?" for _ in PENDING_STATUSES)
@@ -162,7 +161,40 @@ def _claim_inline(
         owner, writer.value(instant, now + lease), stamp, *PENDING_STATUSES, stamp,
         json.dumps(list(busy)), limit,
     ]  # fmt: skip
-    return [decoder.entity(Email, row) for row in connection.execute(sql, parameters)]
+    emails = [decoder.entity(Email, row) for row in connection.execute(sql, parameters)]
+    return _with_related_inline(writer, connection, emails)
+
+
+def _with_related_inline(
+    writer: SqliteWriter, connection: sqlite3.Connection, emails: list[Email]
+) -> ClaimedBatch:
+    """:func:`_with_related` inside the claim's :class:`SqliteWriter` transaction (through
+    a session, the two reads cost more than the claim itself)."""
+    if not emails:
+        return ClaimedBatch([], {}, {}, {})
+    domain_ids = json.dumps(sorted({email.domain_id for email in emails if email.domain_id}))
+    decoder = writer.decoder(table_of(Domain))
+    domains = {
+        domain.id: domain
+        for domain in (
+            decoder.entity(Domain, row)
+            for row in connection.execute(
+                f"SELECT {decoder.columns} FROM domains"
+                " WHERE id IN (SELECT value FROM json_each(?))",
+                [domain_ids],
+            )
+        )
+    }
+    decoder = writer.decoder(table_of(EmailAttachment), leaving_out=("content",))
+    attachments: dict[str, list[EmailAttachment]] = {}
+    for row in connection.execute(
+        f"SELECT {decoder.columns} FROM email_attachments"
+        " WHERE email_id IN (SELECT value FROM json_each(?)) ORDER BY created_at, id",
+        [json.dumps([email.id for email in emails])],
+    ):
+        attachment = decoder.entity(EmailAttachment, row)
+        attachments.setdefault(attachment.email_id, []).append(attachment)
+    return ClaimedBatch(emails, domains, attachments, {})
 
 
 async def claim_unsettled(
