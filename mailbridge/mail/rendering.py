@@ -45,7 +45,10 @@ EMAIL_FIELDS = (
     "id", "from_address", "to", "cc", "reply_to", "subject", "html", "text", "headers",
     "marketing", "message_id",
 )  # fmt: skip
-BATCH_LIMIT = 32
+# Jobs a frame carries at most: ~3 ms of rendering, so results stream back while the
+# process works on the next frame (32 made the first message of a claim wait ~12 ms
+# for the last, and the pipeline ran in bursts).
+BATCH_LIMIT = 8
 STOP_WAIT = 5.0  # seconds a rendering process gets to exit once its socket is closed
 _HEADER = struct.Struct("!Q")  # a frame's length
 

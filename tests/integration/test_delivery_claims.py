@@ -303,3 +303,32 @@ async def test_a_runner_never_reclaims_an_email_it_is_still_delivering(
         batch = await delivery_queue.claim_due(session, clock.now(), "me", LEASE, 10, busy={slow})
         await session.commit()
     assert [email.id for email in batch.emails] == sorted(emails - {slow})
+
+
+async def test_news_arriving_within_the_linger_shares_one_commit(
+    fake_context: ServiceContext, clock: FakeClock, shop: Domain
+) -> None:
+    """A group waits ``linger`` after its first news: deliveries finishing a moment
+    apart are written by one commit (each commit rewrites the tail pages of every table
+    it touches), and each still learns its own decision."""
+    for _ in range(4):
+        await add_email(fake_context, shop)
+    claimed = (
+        await delivery_queue.claim(fake_context.database, clock.now(), "me", LEASE, 4)
+    ).emails
+    journal = DeliveryJournal(
+        fake_context.database, clock, "me", lease=LEASE, retry_policy=RETRY_POLICY,
+        linger=0.2,
+    )  # fmt: skip
+    journal.start()
+    handovers = [RecordingHandover() for _ in claimed]
+    decisions = []
+    for email, handover in zip(claimed, handovers, strict=True):
+        decisions.append(journal.submit_handover(email, handover))
+        await asyncio.sleep(0.001)  # each a moment after the one before
+    assert await asyncio.gather(*decisions) == [True] * 4
+    assert [handover.completed for handover in handovers] == [1] * 4
+    await journal.stop()
+    assert journal.commits == 1  # committing at the first news would make several
+    for email in claimed:
+        assert (await load_email(fake_context, email.id)).status == "sent"

@@ -2,9 +2,9 @@
 
 Deliveries hand their news to the :class:`DeliveryJournal` — a handover ready to
 complete, an outcome, a simulated delivery — and wait. The journal writes everything
-that arrived since its last commit in one transaction, then answers them all; while
-it commits, the next group gathers. One commit for many keeps the database from
-capping delivery at one commit per message.
+that arrived since its last commit in one transaction, then answers them all; the
+next group gathers while it commits and for :data:`GROUP_LINGER` after its first news.
+One commit for many keeps the database from capping delivery at one commit per message.
 
 A handover is completed (the SMTP terminator written, the outbox file renamed) right
 after the commit that recorded it as ``sent`` returns, for the whole group in one
@@ -60,6 +60,13 @@ from mailbridge.storage.tables import ActivityEvent, Email, EmailEvent, Suppress
 
 logger = logging.getLogger(__name__)
 
+# Once news arrives, the journal waits this long (seconds) for more before it commits.
+# Committing at once made groups of ~8 entries under load; every commit rewrites the
+# pages it touches (the tail of each table and index), so half as many commits wrote
+# ~30 % fewer pages and took ~40 µs of the runner's CPU off every delivery
+# (bench.delivery). Two milliseconds is nothing beside an SMTP conversation.
+GROUP_LINGER = 0.002
+
 
 @dataclass(eq=False)
 class _Entry:
@@ -80,8 +87,10 @@ class DeliveryJournal:
         lease: timedelta,
         retry_policy: RetryPolicy,
         write_lock: asyncio.Lock | None = None,
+        linger: float = GROUP_LINGER,
     ) -> None:
         self.database = database
+        self.linger = linger
         # SQLite has one writer at a time and makes the others sleep and retry (in
         # steps of milliseconds): writers of one process take turns here instead.
         self.write_lock = write_lock or asyncio.Lock()
@@ -156,6 +165,8 @@ class DeliveryJournal:
     async def _run(self) -> None:
         while True:
             await self._arrived.wait()
+            if self.linger and not self._closing:
+                await asyncio.sleep(self.linger)  # let the group fill
             await self._commit_pending()
             if self._closing and not self._pending:
                 return
