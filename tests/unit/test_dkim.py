@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import re
 import unittest.mock
 
 import dkim as dkimpy
@@ -216,3 +217,22 @@ def test_the_library_path_is_dkimpys_sign(
     )
     with pytest.raises(dkim.DkimError):
         dkim.sign_with_dkimpy(MESSAGE, "corp.io", "mailbridge", "not a key")
+
+
+@settings(max_examples=500, deadline=None)
+@given(message=st.binary(max_size=12).map(lambda raw: bytes(b"a\r\n: "[b % 5] for b in raw)))
+def test_the_end_of_the_headers_is_where_dkimpys_expression_finds_it(message: bytes) -> None:
+    found = re.search(rb"\A\r?\n|\r?\n\r?\n", message)
+    assert dkim._headers_end(message) == (None if found is None else found.span())
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    head=st.binary(max_size=16).map(lambda raw: bytes(b"b=; \r\n\t0h"[b % 9] for b in raw)),
+    placeholder=st.booleans(),
+)
+def test_the_b_tag_is_emptied_as_dkimpys_expression_empties_it(
+    head: bytes, placeholder: bool
+) -> None:
+    value = head + (b"0" * 60 if placeholder else b"")
+    assert dkim._without_b(value) == dkimpy.RE_BTAG.sub(b"\\1", value)
