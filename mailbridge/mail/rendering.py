@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import functools
+import io
 import logging
 import multiprocessing
 import multiprocessing.context
@@ -374,25 +376,34 @@ def _answer(batch: _Batch, results: list[bytes | Exception]) -> None:
 
 def _serve(connection: socket.socket, paths: RenderPaths) -> None:
     """A rendering process: batches in, results out, until the runner closes its end of
-    the socket — or dies, which closes it too."""
+    the socket — or dies, which closes (or resets) it too: either way, a quiet exit."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the runner, which stops us
-    with connection, connection.makefile("rb") as incoming, connection.makefile("wb") as out:
+    with contextlib.suppress(OSError), connection:
+        incoming, out = connection.makefile("rb"), connection.makefile("wb")
         while True:
-            header = incoming.read(_HEADER.size)
-            if len(header) < _HEADER.size:
+            jobs = _read_frame(incoming)
+            if jobs is None:
                 return
-            (size,) = _HEADER.unpack(header)
-            jobs: list[RenderJob] = pickle.loads(incoming.read(size))
             results = render_many(jobs, paths)
             try:
                 payload = pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL)
             except Exception:  # an exception that does not pickle: its text does
                 payload = pickle.dumps([_picklable(result) for result in results])
-            try:
-                out.write(_HEADER.pack(len(payload)) + payload)
-                out.flush()
-            except (BrokenPipeError, ConnectionError):
-                return
+            out.write(_HEADER.pack(len(payload)) + payload)
+            out.flush()
+
+
+def _read_frame(incoming: io.BufferedReader) -> list[RenderJob] | None:
+    """The next batch, or None when the runner's end is closed (or it died mid-frame)."""
+    header = incoming.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(header)
+    payload = incoming.read(size)
+    if len(payload) < size:
+        return None
+    jobs: list[RenderJob] = pickle.loads(payload)
+    return jobs
 
 
 def _picklable(result: bytes | Exception) -> bytes | Exception:
