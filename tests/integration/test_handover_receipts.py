@@ -19,7 +19,7 @@ from aiosmtplib.protocol import SMTPProtocol
 from mailbridge.mail.providers import SmtpProvider, SmtpRelay
 from mailbridge.mail.providers.base import Accepted, Delivery, TemporaryFailure
 from mailbridge.mail.providers.receipts import receipt_filed
-from mailbridge.mail.providers.smtp import SmtpHandover
+from mailbridge.mail.providers.smtp import HELD_CONTENT, SmtpHandover, data_content
 from tests.smtp_listener import Listener, smtp_listener
 
 MESSAGE = (
@@ -44,7 +44,7 @@ def _on_terminator(monkeypatch: pytest.MonkeyPatch, action: Callable[[SMTPProtoc
     original = SMTPProtocol.write
 
     def write(protocol: SMTPProtocol, data: bytes) -> None:
-        if data == b".\r\n":
+        if data.endswith(b"\r\n.\r\n") or data == b".\r\n":  # held content, or none
             action(protocol)
         original(protocol, data)
 
@@ -124,3 +124,41 @@ async def test_a_terminator_left_in_our_buffer_withdraws_its_receipt(
         await provider.close()
 
     assert filed is False
+
+
+@pytest.mark.parametrize("size", [100, HELD_CONTENT - 1000, HELD_CONTENT + 1000])
+async def test_small_content_goes_out_with_its_terminator(
+    listener: Listener, monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    """Up to ``HELD_CONTENT`` the content waits for the commit and leaves in the same
+    write as its terminator; larger content leaves first, so that the terminator's
+    write stays small enough for the kernel to take at once."""
+    message = MESSAGE + (b"x" * 99 + b"\r\n") * (size // 101 + 1)
+    written: list[bytes] = []
+    original = SMTPProtocol.write
+
+    def write(protocol: SMTPProtocol, data: bytes) -> None:
+        written.append(data)
+        original(protocol, data)
+
+    monkeypatch.setattr(SMTPProtocol, "write", write)
+    provider = SmtpProvider(SmtpRelay.from_url(listener.url), pool_size=1)
+    try:
+        handover = await provider.prepare(DELIVERY, message)
+        assert isinstance(handover, SmtpHandover)
+        before = list(written)
+        handover.complete()
+        completing = written[len(before) :]  # what complete() wrote
+        outcome = await handover.outcome()
+    finally:
+        await provider.close()
+
+    assert isinstance(outcome, Accepted) and outcome.confirmed
+    if len(data_content(message)) <= HELD_CONTENT:
+        assert not any(b"Hello Ann" in data for data in before)  # not before the commit
+        assert completing == [data_content(message) + b".\r\n"]
+    else:
+        assert data_content(message) in before
+        assert completing == [b".\r\n"]
+    [received] = listener.messages()
+    assert received.message_id == "<receipt-test@shop.io>"

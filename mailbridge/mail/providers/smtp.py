@@ -4,10 +4,12 @@ the URL logs in after the greeting (and TLS).
 
 aiosmtplib does the connecting, TLS, EHLO and AUTH; the DATA phase is split here so
 that the database can record the handover before the relay can accept the message:
-``DATA``, the dot-stuffed content *without* the terminating ``.``, wait until it has
-left our buffers — then the caller commits ``sent`` and :meth:`SmtpHandover.complete`
-writes ``.\\r\\n``. A relay whose client disappears before the terminator discards
-the message (RFC 5321 §4.1.1.4), so a crash before the commit delivers nothing.
+``DATA``, and for large content the dot-stuffed content *without* the terminating
+``.``, waiting until it has left our buffers — then the caller commits ``sent`` and
+:meth:`SmtpHandover.complete` writes ``.\\r\\n`` (preceded by the content when it is
+at most :data:`HELD_CONTENT`: one write). A relay whose client disappears before the
+terminator discards the message (RFC 5321 §4.1.1.4), so a crash before the commit
+delivers nothing.
 
 Just before the terminator, :meth:`SmtpHandover.complete` files a receipt (see
 ``receipts``: a memory copy, nanoseconds before the write). If the runner dies before
@@ -51,6 +53,12 @@ from mailbridge.mail.providers.smtp_relay import SmtpRelay, ehlo_name
 # RFC 5321 §4.5.3.2.6 allows 10 minutes for the answer to the end of data.
 REPLY_TIMEOUT = 600.0
 IDLE_CHECK_AFTER = 10.0  # seconds idle before a pooled connection is NOOP-checked
+# Content up to this size is written with its terminator after the commit, in one write
+# (a send on loopback costs ~15 µs of CPU, a tenth of a delivery's own bookkeeping);
+# larger content goes out before the commit, so that the terminator's write is small
+# enough for the kernel to take at once. 16 KiB is the send buffer a new TCP
+# connection starts with (net.ipv4.tcp_wmem).
+HELD_CONTENT = 16 * 1024
 _LEADING_DOT = re.compile(rb"(?m)^\.")
 # Enhanced status codes (RFC 3463) that name the recipient: 5.1.x address, 5.2.x mailbox.
 _RECIPIENT_PROBLEM = re.compile(r"^\s*5\.[12]\.\d{1,3}\b")
@@ -275,13 +283,17 @@ class SmtpProvider:
         if response.code != 354:
             return self._refused(connection, response.code, response.message, "DATA")
         protocol = connection.protocol
-        protocol.write(content)
-        await _drained(protocol)
+        held = b""
+        if len(content) <= HELD_CONTENT:
+            held = content  # goes out with the terminator: one write, not two
+        else:
+            protocol.write(content)
+            await _drained(protocol)
         # Arm the reader before the terminator can be written: aiosmtplib drops a reply
         # that arrives while no read is pending.
         reader = asyncio.ensure_future(protocol.read_response(timeout=None))
         await asyncio.sleep(0)
-        return SmtpHandover(self, connection, reader, tuple(accepted), rejected)
+        return SmtpHandover(self, connection, reader, tuple(accepted), rejected, held)
 
     def _refused(self, connection: _Connection, code: int, message: str, stage: str) -> Outcome:
         connection.needs_reset = True
@@ -320,8 +332,10 @@ class SmtpHandover:
         reader: asyncio.Future[SMTPResponse],
         accepted: tuple[str, ...],
         rejected: dict[str, str],
+        held: bytes = b"",
     ) -> None:
         self._provider = provider
+        self._held = held  # content not written yet: it precedes the terminator
         self._connection = connection
         self._reader = reader
         self._accepted = accepted
@@ -340,7 +354,7 @@ class SmtpHandover:
             slot = book.file(email_id, attempt)
         protocol = self._connection.protocol
         try:
-            protocol.write(b".\r\n")
+            protocol.write(self._held + b".\r\n")
         except aiosmtplib.SMTPServerDisconnected as exc:
             self._lost = exc
             if book is not None:
