@@ -1,8 +1,9 @@
 """Delivered messages/s to a local SMTP sink, DKIM signing on, SQLite: the whole delivery
 pipeline with the hand-written DKIM signer and with the library it replaces; a baseline.
 
-    .venv/bin/python -m bench.delivery [--emails 3000] [--pool 32] [--concurrency 96]
-                                       [--sink minimal|aiosmtpd] [--shipped-only]
+    .venv/bin/python -m bench.delivery [--emails 3000] [--rounds 3] [--pool 32]
+                                       [--concurrency 96] [--sink minimal|aiosmtpd]
+                                       [--shipped-only]
 
 For each variant, seeds N due emails (as POST /emails leaves them) on a domain with a
 DKIM key in a fresh SQLite database, and times the delivery worker — as ``mailbridge
@@ -24,15 +25,23 @@ The baseline, measured in the same run against the same sink, is the fastest pla
 client: the same messages (composed and signed as mailbridge ships them, before the
 clock starts) sent with aiosmtplib over one persistent ``aiosmtplib.SMTP`` connection
 per concurrent worker, reused for all its messages (no database, same concurrency).
-Printed: delivered/s for each variant, the hand-written/library ratio, and mailbridge
-(a) as a percentage of the baseline. Targets on a 2-core machine: >= 1,000
-delivered/s, and mailbridge >= 40 % of the baseline.
+What ships and the baseline run ``--rounds`` times, one after the other (the machine's
+speed drifts by ±10 % over a minute here, and a single pair of runs inherits all of
+it); the library variant runs once. Printed: each round's rates, ratio and CPU time a
+message of every process (the runner, its rendering process, the sink; the baseline's
+client and the sink); delivered/s for each variant, the hand-written/library ratio,
+and mailbridge (a) as a percentage of the baseline — the median of the rounds'
+ratios. Targets on a 2-core machine: >= 1,000 delivered/s, and mailbridge >= 40 % of
+the baseline.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
+import os
+import statistics
 import tempfile
 import time
 from dataclasses import dataclass
@@ -42,6 +51,7 @@ from pathlib import Path
 import aiosmtplib
 from sqlalchemy import func, insert, select
 
+from bench.cpu import CpuMeter, per_message, spawned_children
 from bench.smtp_sink import SinkProcess
 from mailbridge.cli.main import event_loop_runner
 from mailbridge.clock import SystemClock
@@ -78,30 +88,48 @@ class Run:
     paths: RenderPaths
     delivered_per_second: float
     journal_commits: int
+    cpu: dict[str, float]  # CPU seconds of each process over the run
+
+
+@dataclass(frozen=True)
+class Round:
+    """What ships, then the baseline, one right after the other."""
+
+    shipped: Run
+    baseline_per_second: float
+    baseline_cpu: dict[str, float]
+
+    @property
+    def share(self) -> float:
+        return self.shipped.delivered_per_second / self.baseline_per_second
 
 
 @dataclass(frozen=True)
 class Figures:
     emails: int
-    runs: list[Run]
-    baseline_per_second: float
+    rounds: list[Round]
+    others: list[Run]  # the library variants, once each
     connections: int
     sink: str
 
     def rate(self, paths: RenderPaths) -> float | None:
-        return next((run.delivered_per_second for run in self.runs if run.paths == paths), None)
+        if paths == SHIPPED:
+            return self.delivered_per_second
+        return next((run.delivered_per_second for run in self.others if run.paths == paths), None)
 
     @property
     def delivered_per_second(self) -> float:
-        """What ships: the hand-written paths."""
-        shipped = self.rate(SHIPPED)
-        assert shipped is not None
-        return shipped
+        """What ships: the hand-written paths (the median of the rounds)."""
+        return statistics.median(r.shipped.delivered_per_second for r in self.rounds)
+
+    @property
+    def baseline_per_second(self) -> float:
+        return statistics.median(r.baseline_per_second for r in self.rounds)
 
     @property
     def share(self) -> float:
-        """mailbridge (as it ships) / the baseline."""
-        return self.delivered_per_second / self.baseline_per_second
+        """mailbridge (as it ships) / the baseline: the median of the rounds' ratios."""
+        return statistics.median(r.share for r in self.rounds)
 
 
 async def seed(context: ServiceContext, count: int) -> tuple[Domain, list[Email]]:
@@ -144,7 +172,7 @@ async def seed(context: ServiceContext, count: int) -> tuple[Domain, list[Email]
 
 async def run_worker(
     context: ServiceContext, sink: SinkProcess, count: int, paths: RenderPaths
-) -> tuple[float, int]:
+) -> tuple[float, int, dict[str, float]]:
     # As `mailbridge runner` builds it (runner.default_workers), composing and signing
     # by ``paths``.
     worker = DeliveryWorker(
@@ -155,6 +183,12 @@ async def run_worker(
     # Opened first, as a runner is long before mail comes: starting the rendering process
     # (a second or so of imports) is not part of the delivery rate.
     await worker.open()
+    rendering = [pid for pid in spawned_children(os.getpid()) if pid != sink.pid]
+    meter = CpuMeter({
+        "runner": os.getpid(), **{f"rendering {n + 1}": pid for n, pid in enumerate(rendering)},
+        "sink": sink.pid or 0,
+    })  # fmt: skip
+    meter.start()
     started = time.perf_counter()
     task = asyncio.create_task(worker.run(stopping))
     await sink.wait_for(already + count)
@@ -167,10 +201,11 @@ async def run_worker(
             break
         await asyncio.sleep(0.005)
     elapsed = time.perf_counter() - started
+    cpu = meter.stop()
     commits = worker.journal.commits
     stopping.set()
     await task
-    return elapsed, commits
+    return elapsed, commits, cpu
 
 
 async def run_baseline(
@@ -179,7 +214,7 @@ async def run_baseline(
     domain: Domain,
     emails: list[Email],
     concurrency: int,
-) -> float:
+) -> tuple[float, dict[str, float]]:
     """The fastest plain client: the same messages — composed and signed as mailbridge
     ships them, before the clock starts — sent with aiosmtplib over one persistent
     connection per concurrent worker, reused for all its messages."""
@@ -201,12 +236,15 @@ async def run_baseline(
             envelope_from, recipients, message = queue.get_nowait()
             await smtp.sendmail(envelope_from, recipients, message)
 
+    meter = CpuMeter({"client": os.getpid(), "sink": sink.pid or 0})
+    meter.start()
     started = time.perf_counter()
     await asyncio.gather(*(sender() for _ in range(concurrency)))
     await sink.wait_for(already + len(emails))
     elapsed = time.perf_counter() - started
+    cpu = meter.stop()
     await asyncio.gather(*(smtp.quit() for smtp in connections), return_exceptions=True)
-    return elapsed
+    return elapsed, cpu
 
 
 async def measure(
@@ -216,39 +254,51 @@ async def measure(
     batch: int = 200,
     sink_kind: str = "minimal",
     variants: dict[str, RenderPaths] | None = None,
+    rounds: int = 3,
 ) -> Figures:
     variants = VARIANTS if variants is None else variants
     sink = SinkProcess(sink_kind)
     sink.start()
-    runs: list[Run] = []
-    baseline = 0.0
+
+    async def one(name: str, paths: RenderPaths, baseline: bool) -> tuple[Run, Round | None]:
+        # A fresh database each: every run starts from the same state.
+        gc.collect()
+        with tempfile.TemporaryDirectory() as directory:
+            settings = Settings(
+                data_dir=Path(directory),
+                smtp_url=sink.url,
+                smtp_pool_size=pool,
+                delivery_concurrency=concurrency,
+                delivery_batch_size=batch,
+                delivery_lease_seconds=timedelta(minutes=5).total_seconds(),
+            )
+            await asyncio.to_thread(upgrade, settings.resolved_database_url)
+            context = ServiceContext(settings, Database.from_settings(settings), SystemClock())
+            try:
+                domain, rows = await seed(context, emails)
+                elapsed, commits, cpu = await run_worker(context, sink, emails, paths)
+                run = Run(name, paths, emails / elapsed, commits, cpu)
+                if not baseline:
+                    return run, None
+                took, baseline_cpu = await run_baseline(context, sink, domain, rows, concurrency)
+                return run, Round(run, emails / took, baseline_cpu)
+            finally:
+                await context.database.dispose()
+
+    shipped = next(name for name, paths in variants.items() if paths == SHIPPED)
+    measured: list[Round] = []
+    others: list[Run] = []
     try:
-        for index, (name, paths) in enumerate(variants.items()):
-            # A fresh database each: every variant starts from the same state.
-            with tempfile.TemporaryDirectory() as directory:
-                settings = Settings(
-                    data_dir=Path(directory),
-                    smtp_url=sink.url,
-                    smtp_pool_size=pool,
-                    delivery_concurrency=concurrency,
-                    delivery_batch_size=batch,
-                    delivery_lease_seconds=timedelta(minutes=5).total_seconds(),
-                )
-                await asyncio.to_thread(upgrade, settings.resolved_database_url)
-                context = ServiceContext(settings, Database.from_settings(settings), SystemClock())
-                try:
-                    domain, rows = await seed(context, emails)
-                    elapsed, commits = await run_worker(context, sink, emails, paths)
-                    runs.append(Run(name, paths, emails / elapsed, commits))
-                    if index == 0:
-                        baseline = emails / await run_baseline(
-                            context, sink, domain, rows, concurrency
-                        )
-                finally:
-                    await context.database.dispose()
+        for _ in range(rounds):
+            _run, paired = await one(shipped, SHIPPED, baseline=True)
+            assert paired is not None
+            measured.append(paired)
+        for name, paths in variants.items():
+            if paths != SHIPPED:
+                others.append((await one(name, paths, baseline=False))[0])
     finally:
         sink.stop()
-    return Figures(emails, runs, baseline, concurrency, sink_kind)
+    return Figures(emails, measured, others, concurrency, sink_kind)
 
 
 def report(figures: Figures) -> str:
@@ -256,10 +306,24 @@ def report(figures: Figures) -> str:
         f"delivery to a local SMTP sink ({figures.sink}), {figures.emails} emails a run, "
         "DKIM on, SQLite; the whole pipeline (claim, compose, sign, SMTP, journal):",
     ]
+    for number, paired in enumerate(figures.rounds, 1):
+        run = paired.shipped
+        lines.append(
+            f"  round {number}: mailbridge {run.delivered_per_second:5.0f} delivered/s "
+            f"({run.journal_commits} journal commits), baseline "
+            f"{paired.baseline_per_second:5.0f} sent/s: {paired.share:6.1%}"
+        )
+        lines.append(f"           mailbridge: {per_message(run.cpu, figures.emails)}")
+        lines.append(f"           baseline:   {per_message(paired.baseline_cpu, figures.emails)}")
+    shipped_name = figures.rounds[0].shipped.name
+    lines.append(
+        f"  {shipped_name:48} {figures.delivered_per_second:7.0f} delivered/s"
+        f"   (median of {len(figures.rounds)} rounds)"
+    )
     lines.extend(
         f"  {run.name:48} {run.delivered_per_second:7.0f} delivered/s"
         f"   ({run.journal_commits} journal commits)"
-        for run in figures.runs
+        for run in figures.others
     )
     lines.append(
         f"  {'baseline: aiosmtplib, a persistent connection':48} "
@@ -279,8 +343,8 @@ def report(figures: Figures) -> str:
             f"({shipped:.0f} / {library:.0f} delivered/s): {verdict} (rule: >= {RULE}x)"
         )
     lines.append(
-        f"  mailbridge / baseline {figures.share:6.1%}   (targets: >= {TARGET_SHARE:.0%} of "
-        f"the baseline, >= {TARGET_RATE:,} delivered/s)"
+        f"  mailbridge / baseline {figures.share:6.1%}   (the median of the rounds' ratios; "
+        f"targets: >= {TARGET_SHARE:.0%} of the baseline, >= {TARGET_RATE:,} delivered/s)"
     )
     return "\n".join(lines)
 
@@ -288,6 +352,7 @@ def report(figures: Figures) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--emails", type=int, default=3000)
+    parser.add_argument("--rounds", type=int, default=3, help="what ships and the baseline")
     parser.add_argument("--pool", type=int, default=32)
     parser.add_argument("--concurrency", type=int, default=96)
     parser.add_argument("--batch", type=int, default=200)
@@ -302,6 +367,7 @@ def main() -> None:
             measure(
                 arguments.emails, arguments.pool, arguments.concurrency, arguments.batch,
                 arguments.sink, variants if arguments.shipped_only else None,
+                arguments.rounds,
             )
         )  # fmt: skip
     print(report(figures))

@@ -152,6 +152,10 @@ class SinkProcess:
         if not self._ready.wait(30):
             raise RuntimeError("the SMTP sink did not start")
 
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid
+
     def received(self) -> int:
         return int(self._counter.value)
 

@@ -291,7 +291,7 @@ def _text_part(text: str, subtype: str) -> Message:
     part = Message(policy=_POLICY)
     part["Content-Type"] = f'text/{subtype}; charset="utf-8"'
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if text.isascii() and all(len(line) <= MAX_LINE for line in text.split("\n")):
+    if text.isascii() and max(map(len, text.split("\n"))) <= MAX_LINE:
         part["Content-Transfer-Encoding"] = "7bit"
         part.set_payload(text)
     else:

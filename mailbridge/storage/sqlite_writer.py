@@ -223,7 +223,7 @@ class RowDecoder:
         for index, column in enumerate(read):
             processor = column.type.dialect_impl(dialect).result_processor(dialect, None)
             if processor is not None:
-                self._decoders.append((index, processor))
+                self._decoders.append((index, _reading_shortcut(column, processor)))
 
     def decode(self, row: Sequence[Any]) -> dict[str, Any]:
         values = list(row)
@@ -237,6 +237,36 @@ class RowDecoder:
         instance: T = class_mapper(entity).class_manager.new_instance()
         instance.__dict__.update(self.decode(row))
         return instance
+
+
+def _reading_shortcut(column: Column[Any], processor: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``processor`` (a column's result processor), or a quicker function giving the same
+    values for what SQLite holds most: instants as ISO text, empty JSON lists and
+    objects (through SQLAlchemy's chain of processors, ~0.8 µs a value; a claimed email
+    has ten of them)."""
+    python_type = None
+    stored_as = getattr(column.type, "impl_instance", column.type)
+    with contextlib.suppress(NotImplementedError):
+        python_type = stored_as.python_type
+    if python_type is datetime:
+
+        def instant(value: Any) -> Any:
+            if type(value) is str and len(value) == 26 and value[10] == " ":
+                return datetime.fromisoformat(value).replace(tzinfo=UTC)
+            return processor(value)
+
+        stored = ["2026-01-02 03:04:05.000006", "2026-12-31 23:59:59.999999", None]
+        return instant if all(instant(s) == processor(s) for s in stored) else processor
+    if isinstance(column.type, JSON):
+        empty: dict[str, Callable[[], Any]] = {"[]": list, "{}": dict}
+
+        def document(value: Any) -> Any:
+            make = empty.get(value) if type(value) is str else None
+            return make() if make is not None else processor(value)
+
+        documents = ["[]", "{}", '["a@b.c"]', None]
+        return document if all(document(d) == processor(d) for d in documents) else processor
+    return processor
 
 
 def _shortcut(column: Column[Any], processor: Callable[[Any], Any]) -> Callable[[Any], Any]:
