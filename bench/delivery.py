@@ -185,7 +185,9 @@ async def run_worker(
     await worker.open()
     rendering = [pid for pid in spawned_children(os.getpid()) if pid != sink.pid]
     meter = CpuMeter({
-        "runner": os.getpid(), **{f"rendering {n + 1}": pid for n, pid in enumerate(rendering)},
+        "runner": os.getpid(),
+        **{"rendering" + (f" {n + 1}" if len(rendering) > 1 else ""): pid
+           for n, pid in enumerate(rendering)},
         "sink": sink.pid or 0,
     })  # fmt: skip
     meter.start()
