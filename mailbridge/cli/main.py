@@ -57,8 +57,10 @@ def _configure_logging(settings: Settings) -> None:
     configure_log_lines(settings)  # text or JSON lines, secrets masked (MAILBRIDGE_LOG_FORMAT)
 
 
-def _settle_heap() -> None:
-    """Keep the cyclic garbage collector off the request path of a long-running process.
+def settle_heap() -> None:
+    """Keep the cyclic garbage collector off the request path of a long-running process
+    (``serve``, ``api`` and ``runner`` call it once started; so does the delivery bench,
+    which runs the runner's delivery worker in its own process).
 
     Everything built at start (modules, the app, SQLAlchemy's metadata) lives as long as
     the process, yet each full collection walked all of it again: ~80 ms pauses under
@@ -137,7 +139,7 @@ def _serve_http(settings: Settings, host: str | None, port: int | None, with_run
     )
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _graceful_exit)
-    _settle_heap()
+    settle_heap()
     uvicorn.Server(config).run()
 
 
@@ -161,7 +163,7 @@ def runner() -> None:
     settings = Settings()
     _configure_logging(settings)
     upgrade(settings.resolved_database_url, settings.database_schema)
-    _settle_heap()
+    settle_heap()
 
     async def main() -> None:
         context = ServiceContext.from_settings(settings)
@@ -197,7 +199,7 @@ def inbound(
     if where is None:
         raise typer.BadParameter("the listener is off (MAILBRIDGE_INBOUND_SMTP=off)")
     listening = socket.create_server(where, backlog=1024)
-    _settle_heap()
+    settle_heap()
 
     async def main() -> None:
         context = ServiceContext.from_settings(settings)
