@@ -54,7 +54,7 @@ from mailbridge.mail.providers.smtp_relay import SmtpRelay, ehlo_name
 REPLY_TIMEOUT = 600.0
 IDLE_CHECK_AFTER = 10.0  # seconds idle before a pooled connection is NOOP-checked
 # Content up to this size is written with its terminator after the commit, in one write
-# (a send on loopback costs ~15 µs of CPU, a tenth of a delivery's own bookkeeping);
+# (each send on loopback cost the runner ~15 µs of CPU in the delivery bench);
 # larger content goes out before the commit, so that the terminator's write is small
 # enough for the kernel to take at once. 16 KiB is the send buffer a new TCP
 # connection starts with (net.ipv4.tcp_wmem).
