@@ -1,6 +1,6 @@
 """POST /emails throughput and latency, beside a bare FastAPI endpoint doing the same validation.
 
-    .venv/bin/python -m bench.send [--requests 20000] [--connections 64] [--emails 3000]
+    .venv/bin/python -m bench.send [--requests 20000] [--connections 64] [--emails 10000]
 
 Starts `mailbridge api` (SQLite, in a temporary data dir) and the bare baseline app as
 real uvicorn processes on loopback, drives both with the same load, and prints
@@ -172,6 +172,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--connections", type=int, default=64)
-    parser.add_argument("--emails", type=int, default=3000, help="delivered in the delivery half")
+    parser.add_argument("--emails", type=int, default=10_000, help="delivered in the delivery half")
     arguments = parser.parse_args()
     main(arguments.requests, arguments.connections, arguments.emails)
