@@ -169,7 +169,7 @@ def _with_related_inline(
     writer: SqliteWriter, connection: sqlite3.Connection, emails: list[Email]
 ) -> ClaimedBatch:
     """:func:`_with_related` inside the claim's :class:`SqliteWriter` transaction (through
-    a session, the two reads cost more than the claim itself)."""
+    a session, the two reads cost about as much as the claim itself)."""
     if not emails:
         return ClaimedBatch([], {}, {}, {})
     domain_ids = json.dumps(sorted({email.domain_id for email in emails if email.domain_id}))
