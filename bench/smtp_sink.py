@@ -8,6 +8,9 @@ Two listeners, both real SMTP servers on loopback:
 - ``minimal``: a small asyncio protocol that speaks just what a sender needs
   (EHLO/HELO, MAIL, RCPT, DATA with dot-stuffing and the ``.`` terminator, RSET,
   NOOP, QUIT) and discards the content: what a fast relay looks like from the sender.
+  Like Postfix, Exim, Gmail and Microsoft 365, it offers PIPELINING (RFC 2920) and
+  takes a group of commands in one read; given a ``reply_delay`` it answers each
+  command that many seconds late, as a relay a round trip away would.
 """
 
 from __future__ import annotations
@@ -35,8 +38,9 @@ class CountingHandler:
 
 
 class MinimalSmtp(asyncio.Protocol):
-    def __init__(self, counter: Synchronized[int]) -> None:
+    def __init__(self, counter: Synchronized[int], reply_delay: float = 0.0) -> None:
         self.counter = counter
+        self.reply_delay = reply_delay  # seconds: a relay that far away (a round trip)
         self.transport: asyncio.Transport | None = None
         self.buffer = b""
         self.in_data = False
@@ -48,7 +52,17 @@ class MinimalSmtp(asyncio.Protocol):
 
     def reply(self, line: bytes) -> None:
         assert self.transport is not None
-        self.transport.write(line + b"\r\n")
+        if self.reply_delay:
+            # Each reply reaches the sender a round trip after its command left it
+            # (replies to a pipelined group arrive together, as over a real network).
+            loop = asyncio.get_running_loop()
+            loop.call_later(self.reply_delay, self._write, line + b"\r\n")
+        else:
+            self.transport.write(line + b"\r\n")
+
+    def _write(self, data: bytes) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(data)
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
@@ -74,7 +88,7 @@ class MinimalSmtp(asyncio.Protocol):
     def command(self, line: bytes) -> None:
         verb = line[:4].upper()
         if verb == b"EHLO":
-            self.reply(b"250-sink.local\r\n250-8BITMIME\r\n250 SIZE 52428800")
+            self.reply(b"250-sink.local\r\n250-PIPELINING\r\n250-8BITMIME\r\n250 SIZE 52428800")
         elif verb == b"HELO":
             self.reply(b"250 sink.local")
         elif verb in (b"MAIL", b"RSET", b"NOOP"):
@@ -99,7 +113,9 @@ class MinimalSmtp(asyncio.Protocol):
             self.reply(b"502 not implemented")
 
 
-def _serve(kind: str, port: int, counter: Synchronized[int], ready: Any) -> None:
+def _serve(
+    kind: str, port: int, counter: Synchronized[int], ready: Any, reply_delay: float
+) -> None:
     signal.signal(signal.SIGTERM, lambda *_: None)
     if kind == "aiosmtpd":
         controller = Controller(
@@ -114,7 +130,9 @@ def _serve(kind: str, port: int, counter: Synchronized[int], ready: Any) -> None
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: MinimalSmtp(counter), "127.0.0.1", port)
+        server = await loop.create_server(
+            lambda: MinimalSmtp(counter, reply_delay), "127.0.0.1", port
+        )
         stop = asyncio.Event()
         loop.add_signal_handler(signal.SIGTERM, stop.set)
         ready.set()
@@ -131,16 +149,20 @@ def free_port() -> int:
 
 
 class SinkProcess:
-    def __init__(self, kind: str = "minimal") -> None:
+    def __init__(self, kind: str = "minimal", *, reply_delay: float = 0.0) -> None:
         if kind not in ("minimal", "aiosmtpd"):
             raise ValueError(f"unknown sink {kind!r}")
+        if reply_delay and kind != "minimal":
+            raise ValueError("only the minimal sink answers late")
         self.kind = kind
         self.port = free_port()
         context = multiprocessing.get_context("spawn")
         self._counter: Synchronized[int] = context.Value("q", 0)
         self._ready = context.Event()
         self._process = context.Process(
-            target=_serve, args=(kind, self.port, self._counter, self._ready), daemon=True
+            target=_serve,
+            args=(kind, self.port, self._counter, self._ready, reply_delay),
+            daemon=True,
         )
 
     @property

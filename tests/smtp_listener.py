@@ -57,6 +57,17 @@ class RecordingHandler:
         self.transactions = 0
         self.transactions_started = 0
         self.data_delay = 0.0  # seconds to wait before answering the end of data
+        # Advertise PIPELINING (RFC 2920): aiosmtpd reads commands in order, a line at a
+        # time, so it takes a pipelined group as any relay does.
+        self.pipelining = False
+
+    async def handle_EHLO(
+        self, server: Any, session: Any, envelope: Any, hostname: str, responses: list[str]
+    ) -> list[str]:
+        session.host_name = hostname  # what aiosmtpd does itself when there is no hook
+        if self.pipelining:
+            responses.insert(-1, "250-PIPELINING")
+        return responses
 
     def refuse_rcpt(self, address: str, *replies: str) -> None:
         with self.lock:
@@ -210,10 +221,13 @@ def smtp_listener(
     port: int | None = None,
     tls_context: ssl.SSLContext | None = None,
     login: tuple[str, str] | None = None,
+    pipelining: bool = False,
 ) -> Iterator[Listener]:
     """A listener on loopback (a free port unless given); ``tls_context`` requires
-    STARTTLS, ``login`` requires AUTH with that user and password (over TLS)."""
+    STARTTLS, ``login`` requires AUTH with that user and password (over TLS),
+    ``pipelining`` advertises PIPELINING."""
     handler = RecordingHandler()
+    handler.pipelining = pipelining
     port = port or free_port()
     authenticator = _Authenticator(*login) if login else None
     kwargs: dict[str, Any] = {}

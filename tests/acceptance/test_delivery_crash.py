@@ -134,13 +134,14 @@ def _wait_for_messages(listener: Listener, count: int, runner: subprocess.Popen[
         time.sleep(0.001)
 
 
+@pytest.mark.parametrize("pipelining", [False, True], ids=["one-command-at-a-time", "pipelining"])
 def test_a_runner_killed_while_delivering_delivers_each_email_exactly_once(
-    target: Target, tmp_path: Path
+    target: Target, tmp_path: Path, pipelining: bool
 ) -> None:
     message_ids = asyncio.run(_seed(target.settings, EMAILS))
     rng = random.Random()
     log = tmp_path / "runner.log"
-    with smtp_listener() as listener:
+    with smtp_listener(pipelining=pipelining) as listener:
         # A little work per message at the relay, so that deliveries overlap.
         listener.handler.data_delay = 0.005
         for _ in range(KILLS):

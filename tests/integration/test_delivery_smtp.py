@@ -29,9 +29,15 @@ from tests.integration.email_factory import add_domain, add_email, load_email
 from tests.smtp_listener import Listener, free_port, server_tls_context, smtp_listener
 
 
+@pytest.fixture(params=[False, True], ids=["one-command-at-a-time", "pipelining"])
+def pipelining(request: pytest.FixtureRequest) -> bool:
+    """Every test runs against a relay without PIPELINING and one with it (RFC 2920)."""
+    return bool(request.param)
+
+
 @pytest.fixture
-def listener() -> Iterator[Listener]:
-    with smtp_listener() as running:
+def listener(pipelining: bool) -> Iterator[Listener]:
+    with smtp_listener(pipelining=pipelining) as running:
         yield running
 
 
@@ -295,26 +301,31 @@ async def test_an_unreachable_relay_delays_delivery(
 
 
 async def test_connections_are_pooled_and_replaced_when_the_relay_drops_them(
-    fake_context: ServiceContext, shop: Domain
+    fake_context: ServiceContext, shop: Domain, pipelining: bool
 ) -> None:
     port = free_port()
     provider = SmtpProvider(SmtpRelay.from_url(f"smtp://127.0.0.1:{port}"), pool_size=2)
     async with DeliveryWorker(fake_context, provider=provider) as worker:
-        with smtp_listener(port=port) as first:
+        with smtp_listener(port=port, pipelining=pipelining) as first:
             for _ in range(12):
                 await add_email(fake_context, shop)
             assert await worker.deliver_due() == 12
             assert len(first.messages()) == 12
             assert provider.connections_opened <= 2
-        with smtp_listener(port=port) as second:  # the old connections are gone
+        # The old connections are gone.
+        with smtp_listener(port=port, pipelining=pipelining) as second:
             email = await add_email(fake_context, shop)
             assert await worker.deliver_due() == 1
             assert [m.message_id for m in second.messages()] == [email.message_id]
     assert (await load_email(fake_context, email.id)).status == "delivered"
 
 
-async def test_starttls_and_login(fake_context: ServiceContext, shop: Domain) -> None:
-    with smtp_listener(tls_context=server_tls_context(), login=("relay", "s3cret")) as secure:
+async def test_starttls_and_login(
+    fake_context: ServiceContext, shop: Domain, pipelining: bool
+) -> None:
+    with smtp_listener(
+        tls_context=server_tls_context(), login=("relay", "s3cret"), pipelining=pipelining
+    ) as secure:
         url = f"smtp://relay:s3cret@127.0.0.1:{secure.port}?starttls=true&verify=false"
         provider = SmtpProvider(SmtpRelay.from_url(url), pool_size=1)
         email = await add_email(fake_context, shop)

@@ -84,6 +84,8 @@ def test_relay_urls() -> None:
     assert (implicit.port, implicit.implicit_tls, implicit.starttls) == (465, True, False)
     assert (implicit.verify_certificates, implicit.timeout) == (False, 5.0)
     assert SmtpRelay.from_url("smtp://relay.io").username is None
+    assert SmtpRelay.from_url("smtp://relay.io").pipelining  # when offered
+    assert not SmtpRelay.from_url("smtp://relay.io?pipelining=false").pipelining
 
 
 @pytest.mark.parametrize(
@@ -92,6 +94,7 @@ def test_relay_urls() -> None:
         "http://relay.io",
         "smtp://",
         "smtp://relay.io?starttls=maybe",
+        "smtp://relay.io?pipelining=sometimes",
         "smtps://relay.io?starttls=true",
         "smtp://relay.io:notaport",
     ],

@@ -2,8 +2,11 @@
 pooled connections. The answer to the end of data gets RFC 5321's 10 minutes; a user in
 the URL logs in after the greeting (and TLS).
 
-aiosmtplib does the connecting, TLS, EHLO and AUTH; the DATA phase is split here so
-that the database can record the handover before the relay can accept the message:
+aiosmtplib does the connecting, TLS, EHLO and AUTH. To a relay that offers PIPELINING
+(RFC 2920) the envelope and ``DATA`` go in one write and their replies are read together
+(``smtp_pipelining``): two round trips a message rather than four; to one that does not,
+or with ``pipelining=false`` in the URL, a command at a time. The DATA phase is split
+here so that the database can record the handover before the relay can accept the message:
 ``DATA``, and for large content the dot-stuffed content *without* the terminating
 ``.``, waiting until it has left our buffers — then the caller commits ``sent`` and
 :meth:`SmtpHandover.complete` writes ``.\\r\\n`` (preceded by the content when it is
@@ -48,6 +51,7 @@ from mailbridge.mail.providers.base import (
     Unconfirmed,
 )
 from mailbridge.mail.providers.receipts import ReceiptBook, receipt_filed
+from mailbridge.mail.providers.smtp_pipelining import exchange
 from mailbridge.mail.providers.smtp_relay import SmtpRelay, ehlo_name
 
 # RFC 5321 §4.5.3.2.6 allows 10 minutes for the answer to the end of data.
@@ -81,10 +85,11 @@ def data_content(message: bytes) -> bytes:
 
 
 class _Connection:
-    def __init__(self, smtp: aiosmtplib.SMTP) -> None:
+    def __init__(self, smtp: aiosmtplib.SMTP, *, pipelining: bool) -> None:
         self.smtp = smtp
         self.last_used = time.monotonic()
         self.needs_reset = False
+        self.pipelining = pipelining and smtp.supports_extension("pipelining")
 
     @property
     def protocol(self) -> SMTPProtocol:
@@ -137,7 +142,7 @@ class SmtpProvider:
         if smtp.is_ehlo_or_helo_needed:
             await smtp.ehlo()  # now, so that the extensions (SIZE, SMTPUTF8) are known
         self.connections_opened += 1
-        return _Connection(smtp)
+        return _Connection(smtp, pipelining=relay.pipelining)
 
     async def _acquire(self, *, fresh: bool = False) -> tuple[_Connection, bool]:
         """A connection ready for MAIL FROM, and whether it was reused from the pool."""
@@ -249,39 +254,65 @@ class SmtpProvider:
         options: list[bytes],
         encoding: str,
     ) -> Handover | Outcome:
-        smtp = connection.smtp
         # The addresses are validated bare addresses: no aiosmtplib address parsing.
-        sender = b"FROM:<" + delivery.sender.encode(encoding) + b">"
-        response = await smtp.execute_command(b"MAIL", sender, *options, timeout=None)
-        if response.code != 250:
-            return self._refused(connection, response.code, response.message, "MAIL FROM")
-
+        mail = b" ".join((b"MAIL FROM:<" + delivery.sender.encode(encoding) + b">", *options))
+        rcpts = [b"RCPT TO:<" + to.encode(encoding) + b">" for to in delivery.recipients]
+        data: SMTPResponse | None
+        if connection.pipelining:
+            # The envelope and DATA in one write, their replies read together (RFC 2920).
+            sender, *replies, data = await exchange(connection.protocol, [mail, *rcpts, b"DATA"])
+        else:
+            sender, replies, data = await self._one_at_a_time(connection.smtp, mail, rcpts)
         accepted: list[str] = []
         rejected: dict[str, str] = {}
         deferred: dict[str, str] = {}
-        for recipient in delivery.recipients:
-            to = b"TO:<" + recipient.encode(encoding) + b">"
-            response = await smtp.execute_command(b"RCPT", to, timeout=None)
+        for recipient, response in zip(delivery.recipients, replies, strict=False):
             if response.code in (250, 251):
                 accepted.append(recipient)
             else:
                 target = rejected if response.code >= 500 else deferred
                 target[recipient] = f"{response.code} {response.message}"
-        if deferred:
+        outcome: Outcome | None = None
+        if sender.code != 250:
+            outcome = _refusal(sender, "MAIL FROM")
+        elif deferred:
             # Retry the whole email later: nothing has been delivered to anyone yet.
-            connection.needs_reset = True
-            self._release(connection, reusable=True)
-            return TemporaryFailure("RCPT TO deferred: " + "; ".join(_pairs(deferred)))
-        if not accepted:
-            connection.needs_reset = True
-            self._release(connection, reusable=True)
-            return PermanentFailure(
+            outcome = TemporaryFailure("RCPT TO deferred: " + "; ".join(_pairs(deferred)))
+        elif not accepted:
+            outcome = PermanentFailure(
                 "RCPT TO refused: " + "; ".join(_pairs(rejected)), tuple(rejected)
             )
+        elif data is not None and data.code != 354:
+            outcome = _refusal(data, "DATA")
+        if outcome is None:
+            return await self._handover(connection, content, accepted, rejected)
+        if data is not None and data.code == 354:
+            # A pipelined DATA the relay took though the transaction cannot go on: the
+            # content must not follow, and closing the connection takes it back.
+            self._release(connection, reusable=False)
+        else:
+            connection.needs_reset = True
+            self._release(connection, reusable=True)
+        return outcome
 
-        response = await smtp.execute_command(b"DATA", timeout=None)
-        if response.code != 354:
-            return self._refused(connection, response.code, response.message, "DATA")
+    @staticmethod
+    async def _one_at_a_time(
+        smtp: aiosmtplib.SMTP, mail: bytes, rcpts: list[bytes]
+    ) -> tuple[SMTPResponse, list[SMTPResponse], SMTPResponse | None]:
+        """The envelope and DATA a command at a time, as far as the replies allow:
+        no DATA (``None``) after a refused sender, a deferred recipient or none taken."""
+        sender = await smtp.execute_command(mail, timeout=None)
+        if sender.code != 250:
+            return sender, [], None
+        replies = [await smtp.execute_command(rcpt, timeout=None) for rcpt in rcpts]
+        codes = {reply.code for reply in replies}
+        if not codes & {250, 251} or any(400 <= code < 500 for code in codes):
+            return sender, replies, None
+        return sender, replies, await smtp.execute_command(b"DATA", timeout=None)
+
+    async def _handover(
+        self, connection: _Connection, content: bytes, accepted: list[str], rejected: dict[str, str]
+    ) -> SmtpHandover:
         protocol = connection.protocol
         held = b""
         if len(content) <= HELD_CONTENT:
@@ -294,12 +325,6 @@ class SmtpProvider:
         reader = asyncio.ensure_future(protocol.read_response(timeout=None))
         await asyncio.sleep(0)
         return SmtpHandover(self, connection, reader, tuple(accepted), rejected, held)
-
-    def _refused(self, connection: _Connection, code: int, message: str, stage: str) -> Outcome:
-        connection.needs_reset = True
-        self._release(connection, reusable=True)
-        reason = f"{stage} refused: {code} {message}"
-        return TemporaryFailure(reason) if code < 500 else PermanentFailure(reason)
 
     async def settle(self, delivery: Delivery) -> Outcome:
         filed = None
@@ -411,6 +436,11 @@ async def _drained(protocol: SMTPProtocol) -> None:
         if transport.get_write_buffer_size() == 0:
             return
         await asyncio.sleep(0.001)
+
+
+def _refusal(response: SMTPResponse, stage: str) -> Outcome:
+    reason = f"{stage} refused: {response.code} {response.message}"
+    return TemporaryFailure(reason) if response.code < 500 else PermanentFailure(reason)
 
 
 def _pairs(addresses: dict[str, str]) -> list[str]:

@@ -4,7 +4,9 @@
 ``starttls=true`` (required), ``false`` (never) or absent (when the relay offers it);
 ``smtps://...:465`` — TLS from the first byte. ``verify=false`` accepts any
 certificate (a relay on loopback with a self-signed one); ``timeout=30`` is the
-seconds allowed to connect, and to send one message's envelope and content.
+seconds allowed to connect, and to send one message's envelope and content;
+``pipelining=false`` sends one command at a time even to a relay that offers
+PIPELINING (for a relay that offers it and mishandles it; the default pipelines).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class SmtpRelay:
     starttls: bool | None = None  # None: when the relay offers it
     verify_certificates: bool = True
     timeout: float = DEFAULT_TIMEOUT
+    pipelining: bool = True  # when the relay offers it (RFC 2920); pipelining=false: never
 
     @classmethod
     def from_url(cls, url: str) -> SmtpRelay:
@@ -43,6 +46,7 @@ class SmtpRelay:
         if implicit_tls and starttls:
             raise ConfigurationError("smtps:// is TLS already; starttls=true does not apply")
         verify = _flag(query.get("verify"), "verify")
+        pipelining = _flag(query.get("pipelining"), "pipelining")
         try:
             timeout = float(query.get("timeout", DEFAULT_TIMEOUT))
             port = parts.port
@@ -59,6 +63,7 @@ class SmtpRelay:
             starttls=False if implicit_tls else starttls,
             verify_certificates=verify is not False,
             timeout=timeout,
+            pipelining=pipelining is not False,
         )
 
 
