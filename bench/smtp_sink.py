@@ -108,7 +108,8 @@ class MinimalSmtp(asyncio.Protocol):
         elif verb == b"QUIT":
             self.reply(b"221 bye")
             assert self.transport is not None
-            self.transport.close()
+            # After the (perhaps late) reply: a transport closes once its buffer is sent.
+            asyncio.get_running_loop().call_later(self.reply_delay, self.transport.close)
         else:
             self.reply(b"502 not implemented")
 
