@@ -306,7 +306,8 @@ class SmtpProvider:
             return sender, [], None
         replies = [await smtp.execute_command(rcpt, timeout=None) for rcpt in rcpts]
         codes = {reply.code for reply in replies}
-        if not codes & {250, 251} or any(400 <= code < 500 for code in codes):
+        taken = codes & {250, 251}
+        if not taken or any(code < 500 for code in codes - taken):  # none, or one deferred
             return sender, replies, None
         return sender, replies, await smtp.execute_command(b"DATA", timeout=None)
 
