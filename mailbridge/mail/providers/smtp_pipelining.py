@@ -21,7 +21,8 @@ from aiosmtplib import SMTPResponseException, SMTPServerDisconnected
 from aiosmtplib.protocol import SMTPProtocol
 from aiosmtplib.response import SMTPResponse
 
-# aiosmtplib's own limits on what a reply may be, and on what a command may hold.
+# aiosmtplib's limit on a reply line, and what it refuses in a command; a group's
+# replies may hold up to 2 MiB unread (aiosmtplib allows 32 KiB a reply).
 MAX_LINE_LENGTH = 8192
 MAX_REPLIES_LENGTH = MAX_LINE_LENGTH * 4 * 64
 _CONTROL = re.compile(rb"[\x00-\x1f\x7f]")
