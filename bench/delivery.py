@@ -232,7 +232,9 @@ async def run_baseline(
     queue: asyncio.Queue[tuple[str, list[str], bytes]] = asyncio.Queue()
     for email in emails:
         message = render(RenderJob.of(email, date=context.clock.now(), signing_key=key))
-        queue.put_nowait((envelope_sender(email, domain), email.delivery_recipients, message))
+        queue.put_nowait(
+            (envelope_sender(email, domain, b"bench"), email.delivery_recipients, message)
+        )
     already = sink.received()
     connections: list[aiosmtplib.SMTP] = []
 

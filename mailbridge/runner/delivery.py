@@ -116,6 +116,7 @@ class DeliveryWorker:
         self._http: httpx.AsyncClient | None = None
         self._journal: DeliveryJournal | None = None
         self._builder: MessageBuilder | None = None
+        self._secret = b""  # the instance secret, read at open (return-path tags)
         self._write_lock = asyncio.Lock()  # SQLite: claims and journal commits take turns
         self._in_flight: set[asyncio.Task[None]] = set()
         self._busy: dict[asyncio.Task[None], str] = {}  # email id of each delivery in flight
@@ -148,7 +149,7 @@ class DeliveryWorker:
             return
         context = self.context
         # First, so that a database out of reach leaves nothing half made (run() retries).
-        secret = await instance_secret(context.database, self.settings)
+        secret = self._secret = await instance_secret(context.database, self.settings)
         self._provider = self._given_provider or provider_from_settings(self.settings)
         self._http = self._given_http or httpx.AsyncClient(follow_redirects=False, trust_env=False)
         if self.render_processes > 0:
@@ -402,7 +403,11 @@ class DeliveryWorker:
     async def _settle(self, email: Email, domain: Domain | None, handed_over_by: str) -> None:
         real, simulated = split_recipients(email.delivery_recipients, self.settings.test_domain)
         delivery = Delivery(
-            email.id, envelope_sender(email, domain), tuple(real), handed_over_by, email.attempts
+            email.id,
+            envelope_sender(email, domain, self._secret),
+            tuple(real),
+            handed_over_by,
+            email.attempts,
         )
         outcome = await self.provider.settle(delivery)
         await self.journal.record(email, outcome, simulated)

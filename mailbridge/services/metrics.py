@@ -67,6 +67,12 @@ INBOUND_RECIPIENTS = Counter(
     "Recipients offered to the SMTP listener (RCPT), by result (accepted, refused, deferred)",
     ["result"],
 )
+INBOUND_UNMATCHED_REPORTS = Counter(
+    "mailbridge_inbound_unmatched_reports",
+    "Bounces and complaints received but not acted on, by reason (forged_return_path, "
+    "no_email, not_a_recipient, no_recipient)",
+    ["reason"],
+)
 
 _SMTP_CODE = re.compile(r"\b([245])\d\d\b")
 
@@ -126,6 +132,11 @@ def inbound_recipient(reply: str) -> str:
     """Count the listener's answer to RCPT; the answer, unchanged."""
     INBOUND_RECIPIENTS.labels(_reply_result(reply)).inc()
     return reply
+
+
+def inbound_unmatched_report(reason: str) -> None:
+    """A report stored but not acted on (``services.inbound``'s trust rule), committed."""
+    INBOUND_UNMATCHED_REPORTS.labels(reason).inc()
 
 
 def multiprocess_dir() -> str | None:

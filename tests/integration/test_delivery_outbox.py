@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from datetime import timedelta
 from email.parser import BytesParser
 from pathlib import Path
@@ -15,9 +16,11 @@ from mailbridge.clock import FakeClock
 from mailbridge.config import Settings
 from mailbridge.mail.dkim import txt_value
 from mailbridge.mail.providers import OutboxProvider
+from mailbridge.mail.return_path import return_path_address
 from mailbridge.runner import Runner
 from mailbridge.runner.delivery import DeliveryWorker
 from mailbridge.services.context import ServiceContext
+from mailbridge.services.instance import instance_secret
 from mailbridge.storage.database import Database
 from mailbridge.storage.tables import Domain, Email, EmailEvent
 from tests.integration.conftest import Tenants
@@ -59,7 +62,10 @@ async def test_the_default_provider_writes_one_file_per_email(
     assert files(outbox) == [f"{email.id}.eml"]
     content = (outbox / f"{email.id}.eml").read_bytes()
     message = BytesParser().parsebytes(content)
-    assert message["Return-Path"] == f"<bounces+{email.id}@send.shop.io>"
+    secret = await instance_secret(fake_context.database, fake_context.settings)
+    return_path = return_path_address(secret, email.id, "send.shop.io")
+    assert message["Return-Path"] == f"<{return_path}>"
+    assert re.fullmatch(rf"bounces\+{email.id}-[a-z2-7]{{16}}@send\.shop\.io", return_path)
     assert message.get_all("Envelope-To") == ["ann@corp.io", "bo@hidden.io"]
     assert message["Message-ID"] == email.message_id and message["Bcc"] is None
     record = txt_value(shop.dkim_public_key).encode()

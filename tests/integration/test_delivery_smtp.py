@@ -16,11 +16,13 @@ from mailbridge.clock import FakeClock
 from mailbridge.config import Settings
 from mailbridge.mail.providers import SmtpProvider, SmtpRelay
 from mailbridge.mail.providers.receipts import ReceiptBook, receipt_filed
+from mailbridge.mail.return_path import return_path_address
 from mailbridge.runner.delivery import DeliveryWorker
 from mailbridge.services import email as emails
 from mailbridge.services.context import ServiceContext
 from mailbridge.services.domains._records import expected_records
 from mailbridge.services.email._delivery_queue import RetryPolicy
+from mailbridge.services.instance import instance_secret
 from mailbridge.storage.database import Database
 from mailbridge.storage.tables import Domain, Email, EmailEvent, Suppression
 from tests.integration.conftest import Tenant, Tenants
@@ -124,7 +126,8 @@ async def test_an_email_reaches_the_listener_signed_for_its_domain(
 
     [received] = listener.messages()
     assert received.message_id == f"<{email.id}@shop.io>"
-    assert received.mail_from == f"bounces+{email.id}@send.shop.io"
+    secret = await instance_secret(fake_context.database, fake_context.settings)
+    assert received.mail_from == return_path_address(secret, email.id, "send.shop.io")
     assert sorted(received.rcpt_tos) == ["ann@corp.io", "bo@hidden.io", "cy@corp.io"]
     assert received.header("Bcc") is None and b"bo@hidden.io" not in received.content
     assert received.header("Subject") == "Your order"

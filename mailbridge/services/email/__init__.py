@@ -50,7 +50,9 @@ from mailbridge.services.email._reports import (
     BouncedAddress,
     record_bounce,
     record_complaint,
+    record_delay,
     record_reply,
+    reported_email,
 )
 from mailbridge.services.email._requests import SendEmailRequest, single_lines, texts
 from mailbridge.services.email._sending import MAX_BATCH as MAX_SEND_BATCH
@@ -117,11 +119,13 @@ __all__ = [
     "record_bounce",
     "record_click",
     "record_complaint",
+    "record_delay",
     "record_open",
     "record_reply",
     "release_emails",
     "remove_suppression",
     "remove_suppressions",
+    "reported_email",
     "reschedule_email",
     "send_email",
     "single_lines",

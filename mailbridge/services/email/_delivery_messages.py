@@ -7,9 +7,10 @@
 - marketing mail: one-click unsubscribe headers (``mail.tracking.unsubscribe_url``);
 - signed with the sending domain's DKIM key — composing and signing by the
   ``mail.rendering`` renderer, on the event loop or in a worker process;
-- envelope sender ``bounces+<email id>@<return path>.<domain>``: the return-path
+- envelope sender ``bounces+<email id>-<tag>@<return path>.<domain>``: the return-path
   subdomain whose MX and SPF the domain publishes, and an address that names the
-  email, so a bounce that arrives later can be matched to it.
+  email with a keyed tag (``mail.return_path``), so a bounce that arrives later can be
+  matched to it and nobody else can speak for it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from mailbridge.mail.attachments import (
 from mailbridge.mail.compose import AttachmentPart, Unsubscribe, unsubscribe_mailto
 from mailbridge.mail.providers.base import PermanentFailure, TemporaryFailure
 from mailbridge.mail.rendering import LocalRenderer, Renderer, RenderJob, SigningKey, Tracking
+from mailbridge.mail.return_path import return_path_address
 from mailbridge.storage.tables import Domain, Email, EmailAttachment
 
 logger = logging.getLogger(__name__)
@@ -53,10 +55,10 @@ class BuiltMessage:
     content: bytes
 
 
-def envelope_sender(email: Email, domain: Domain | None) -> str:
+def envelope_sender(email: Email, domain: Domain | None, secret: bytes) -> str:
     if domain is None:
         return email.from_email
-    return f"bounces+{email.id}@{domain.return_path}.{domain.name}"
+    return return_path_address(secret, email.id, f"{domain.return_path}.{domain.name}")
 
 
 class MessageBuilder:
@@ -111,7 +113,7 @@ class MessageBuilder:
             logger.exception("email %s cannot be composed", email.id)
             reason = f"the message could not be composed: {type(exc).__name__}"
             raise MessageNotBuilt(PermanentFailure(reason)) from exc
-        return BuiltMessage(envelope_sender(email, domain), message)
+        return BuiltMessage(envelope_sender(email, domain, self.secret), message)
 
     def _unsubscribe(self, email: Email, domain: Domain | None) -> Unsubscribe | None:
         if not email.marketing:

@@ -1,14 +1,20 @@
-"""What comes back about a sent email: bounces, complaints and replies (inbound mail).
+"""What comes back about a sent email: bounces, delays, complaints and replies (inbound mail).
 
 - A bounce marks the email ``bounced`` with ``bounce: {type, status, diagnostic}``
   (``hard`` for 5.x.x, ``soft`` for 4.x.x) and fires ``email.bounced``; a hard bounce
   puts the address on the team's suppression list (spec §6.1), a soft one never does.
+- A delay (a remote server still trying) fires ``email.delivery_delayed`` and leaves the
+  status alone: ``delivery_delayed`` is also the status of an email mailbridge itself will
+  try again, and the remote server's delay must not hand the email to the relay twice.
 - A complaint marks it ``complained``, fires ``email.complained``, suppresses the
   address and unsubscribes its contact.
 - A reply is an ``email.replied`` event that leaves the status alone; for a campaign's
   email it is the contact's ``replied`` engagement (the A/B ``reply`` metric).
 
-Each runs in the caller's transaction (the received message's rows commit with it).
+Which email a report is about, and which of its recipients it may name, the caller
+decides (``services.inbound``: a report changes only what it provably concerns); these
+act on what they are given. Each runs in the caller's transaction (the received
+message's rows commit with it).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock
@@ -45,40 +51,60 @@ async def _email(session: AsyncSession, team_id: str, email_id: str | None) -> E
     return found
 
 
-async def record_bounce(
-    session: AsyncSession, clock: Clock, team_id: str, email_id: str | None,
-    bounced: Sequence[BouncedAddress],
-) -> Email | None:  # fmt: skip
-    """The email the bounce is about (None: not the team's, or gone)."""
-    email = await _email(session, team_id, email_id)
-    if email is None or not bounced:
-        return email
+async def reported_email(
+    session: AsyncSession, team_id: str, email_id: str | None, message_id: str | None = None
+) -> Email | None:
+    """The team's email with this id, and (when given) this very ``Message-ID`` — which
+    mailbridge writes as ``<email id@sending domain>``, so the team's own domain too."""
+    if message_id is None:
+        return await _email(session, team_id, email_id)
+    if email_id is None:
+        return None
+    found: Email | None = await session.scalar(
+        select(Email).where(
+            Email.id == email_id, Email.team_id == team_id,
+            func.lower(Email.message_id) == message_id.lower(),
+        )
+    )  # fmt: skip
+    return found
+
+
+def _bounce_data(bounced: Sequence[BouncedAddress]) -> dict[str, object]:
     hard = any(item.hard for item in bounced)
     first = next((item for item in bounced if item.hard), bounced[0])
-    data = {
+    return {
         "recipients": [item.address for item in bounced],
         "bounce": {"type": "hard" if hard else "soft", "status": first.status,
                    "diagnostic": first.diagnostic},
     }  # fmt: skip
-    record_email_event(session, clock, email, "bounced", data)
+
+
+async def record_bounce(
+    session: AsyncSession, clock: Clock, email: Email, bounced: Sequence[BouncedAddress]
+) -> None:
+    """``bounced`` are recipients of ``email`` the report says failed (never empty)."""
+    record_email_event(session, clock, email, "bounced", _bounce_data(bounced))
     for item in bounced:
         if item.hard:
-            await suppress(session, clock, team_id, item.address.lower(), "bounced", email.id)
-    return email
+            await suppress(session, clock, email.team_id, item.address.lower(), "bounced", email.id)
+
+
+def record_delay(
+    session: AsyncSession, clock: Clock, email: Email, delayed: Sequence[BouncedAddress]
+) -> None:
+    """``delayed`` are recipients of ``email`` a remote server is still trying."""
+    data = _bounce_data(delayed)
+    record_email_event(session, clock, email, "delivery_delayed", data, update_status=False)
 
 
 async def record_complaint(
-    session: AsyncSession, clock: Clock, team_id: str, email_id: str | None,
-    address: str | None, feedback_type: str,
-) -> Email | None:  # fmt: skip
-    email = await _email(session, team_id, email_id)
-    if email is None:
-        return None
-    recipient = (address or (email.to[0] if email.to else "")).lower()
-    data = {"recipients": [recipient] if recipient else [], "feedback_type": feedback_type}
+    session: AsyncSession, clock: Clock, email: Email, recipient: str, feedback_type: str
+) -> None:
+    """``recipient``, a recipient of ``email``, complained about it."""
+    team_id, recipient = email.team_id, recipient.lower()
+    data = {"recipients": [recipient], "feedback_type": feedback_type}
     record_email_event(session, clock, email, "complained", data)
-    if recipient:
-        await suppress(session, clock, team_id, recipient, "complained", email.id)
+    await suppress(session, clock, team_id, recipient, "complained", email.id)
     contacts = await session.scalars(
         select(Contact).where(Contact.team_id == team_id, Contact.email == recipient)
     )
@@ -89,7 +115,6 @@ async def record_complaint(
             changes = {"unsubscribed": {"old": False, "new": True}}
             record_event(session, clock, team_id, "contact.updated",
                          {**event_data(contact), "changes": changes})  # fmt: skip
-    return email
 
 
 async def record_reply(

@@ -86,6 +86,7 @@ def received_view(
         "dmarc": row.dmarc,
         "size": row.size,
         "parse_error": row.parse_error,
+        "unmatched_reason": row.unmatched_reason,
         "raw_url": raw_url,
         "raw_url_expires_at": expires,
         "attachments": [attachment_view(item, links) for item in attachments],

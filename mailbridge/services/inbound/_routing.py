@@ -1,10 +1,12 @@
 """Who a recipient is: the team an RCPT TO address reaches, and whether it may take more.
 
 An address reaches a team by one of two kinds: any address of a verified domain with
-receiving enabled, or the VERP return path mailbridge sets on its own mail
-(``bounces+<email id>@<return path>.<domain>``: a bounce names its email). Anything else
-is refused (``550 5.1.1``); a team over its quota is told to retry (``452 4.2.2``:
-received mail counts against it, spec §8.1).
+receiving enabled, or the return path mailbridge sets on its own mail
+(``bounces+<email id>-<tag>@<return path>.<domain>``, ``mail.return_path``: a bounce names
+its email, and the tag says whether mailbridge gave that address out). A return path of an
+existing email reaches its team whether its tag verifies or not: what a forged one carries
+is stored and counted, never acted on. Anything else is refused (``550 5.1.1``); a team
+over its quota is told to retry (``452 4.2.2``: received mail counts against it, spec §8.1).
 
 A listener asks this for every recipient of every message, so a :class:`Router`
 remembers briefly what it found: which team a domain's mail goes to (``ROUTE_SECONDS``:
@@ -26,10 +28,11 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.errors import ApiError
-from mailbridge.mail.inbound_reports import verp_email_id
+from mailbridge.mail.return_path import ReturnPath, read_return_path
 from mailbridge.services import domains
 from mailbridge.services.accounts import QuotaLedger
 from mailbridge.services.context import ServiceContext
+from mailbridge.services.instance import instance_secret
 from mailbridge.storage.tables import Email
 
 ROUTE_SECONDS = 10.0
@@ -39,11 +42,17 @@ MAX_REMEMBERED = 10_000  # domains; past it, forgotten all at once (a flood of m
 
 @dataclass(frozen=True)
 class Route:
-    """Where a recipient address goes: the team, and the email a VERP address names."""
+    """Where a recipient address goes: the team, and the return path it is, if one."""
 
     address: str
     team_id: str
-    email_id: str | None = None
+    return_path: ReturnPath | None = None
+    verified: bool = False  # the return path's tag is the one mailbridge gave its email
+
+    @property
+    def email_id(self) -> str | None:
+        """The email a verified return path names (None for any other address)."""
+        return self.return_path.email_id if self.verified and self.return_path else None
 
 
 class Router:
@@ -58,16 +67,17 @@ class Router:
 
     async def route(self, address: str) -> Route | None:
         """The team ``address`` reaches (None: no one here)."""
-        email_id = verp_email_id(address)
+        return_path = read_return_path(address)
         domain = address.rpartition("@")[2].lower()
         now = self._monotonic()
         remembered = self._teams.get(domain)
-        if email_id is None and remembered is not None and remembered[0] > now:
+        if return_path is None and remembered is not None and remembered[0] > now:
             team_id = remembered[1]
             return Route(address, team_id) if team_id is not None else None
         async with self.context.database.session() as session:
-            found = await route(session, address)
-        if email_id is None:
+            secret = await instance_secret(self.context.database, self.context.settings, session)
+            found = await route(session, address, secret)
+        if return_path is None:
             if len(self._teams) >= MAX_REMEMBERED:
                 self._teams.clear()
             self._teams[domain] = (now + ROUTE_SECONDS, found.team_id if found else None)
@@ -96,11 +106,15 @@ class Router:
         return room
 
 
-async def route(session: AsyncSession, address: str) -> Route | None:
-    email_id = verp_email_id(address)
-    if email_id is not None:
-        team_id = await session.scalar(select(Email.team_id).where(Email.id == email_id))
-        return Route(address, team_id, email_id) if team_id is not None else None
+async def route(session: AsyncSession, address: str, secret: bytes) -> Route | None:
+    return_path = read_return_path(address)
+    if return_path is not None:
+        team_id = await session.scalar(
+            select(Email.team_id).where(Email.id == return_path.email_id)
+        )
+        if team_id is None:
+            return None
+        return Route(address, team_id, return_path, return_path.verifies(secret))
     _local, _, name = address.rpartition("@")
     domain = await domains.receiving_domain(session, name) if name else None
     return Route(address, domain.team_id) if domain is not None else None

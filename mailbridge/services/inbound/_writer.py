@@ -18,6 +18,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from mailbridge.services import metrics
 from mailbridge.services.context import ServiceContext
 from mailbridge.services.inbound._blobs import StagedBlob, cache_blobs, settle_blobs
 from mailbridge.services.inbound._receiving import Received
@@ -95,7 +96,10 @@ class InboundWriter:
             )
         else:
             async with self.context.database.session() as session:
-                results = await store(session, self.context, arrivals)
+                stored = await store(session, self.context, arrivals)
+            results = stored.ids
+            for reason in stored.unmatched:
+                metrics.inbound_unmatched_report(reason)
         self.commits += 1
         self._cache_attachments([blob for a in arrivals for blob in a.received.attachments])
         return results

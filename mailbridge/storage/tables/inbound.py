@@ -20,14 +20,18 @@ class ReceivedEmail(Base):
     __tablename__ = "received_emails"
     __table_args__ = (
         Index("ix_received_emails_team_created", "team_id", "created_at", "id"),
-        # A message is stored once a team: the same bytes again are a sender's retry.
-        Index("uq_received_emails_team_blob", "team_id", "blob", unique=True),
+        # A message is stored once an envelope recipient: the same bytes again for the
+        # same recipient are a sender's retry.
+        Index(
+            "uq_received_emails_team_blob_recipient", "team_id", "blob", "recipient", unique=True
+        ),
     )
 
     id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True, default=new_id)
     team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
     envelope_from: Mapped[str] = mapped_column(String(640))
     envelope_to: Mapped[list[str]] = mapped_column(JSON)
+    recipient: Mapped[str] = mapped_column(String(320), server_default="")  # lower-case
     from_address: Mapped[str | None] = mapped_column(Text)
     to: Mapped[list[str]] = mapped_column(JSON, default=list)
     cc: Mapped[list[str]] = mapped_column(JSON, default=list)
@@ -45,8 +49,10 @@ class ReceivedEmail(Base):
     size: Mapped[int] = mapped_column(Integer)
     blob: Mapped[str] = mapped_column(String(64))  # SHA-256 of the raw bytes
     parse_error: Mapped[str | None] = mapped_column(Text)
-    kind: Mapped[str] = mapped_column(String(16))  # message reply auto_reply bounce complaint
+    # message reply auto_reply bounce delay complaint unmatched_report
+    kind: Mapped[str] = mapped_column(String(16))
     email_id: Mapped[str | None] = mapped_column(IdColumnType())
+    unmatched_reason: Mapped[str | None] = mapped_column(Text)  # why a report was not acted on
     created_at: Mapped[datetime]
 
 
