@@ -4,7 +4,7 @@ vacation responder send (tests/fixtures/inbound/), and a parser that never raise
 
 from __future__ import annotations
 
-from email import policy
+from email import message_from_bytes, policy
 from email.message import EmailMessage
 from email.parser import BytesParser
 from pathlib import Path
@@ -155,14 +155,19 @@ def test_the_verp_envelope_recipient_comes_first() -> None:
 EMAIL_ID = "0194b111-2222-7333-8444-555566667777"
 
 
-def dsn(*recipient_blocks: str, original: str = "", content_type: str = "delivery-status") -> bytes:
+def dsn(
+    *recipient_blocks: str,
+    original: str = "",
+    content_type: str = "delivery-status",
+    text: str = "Sorry.\r\n",
+) -> bytes:
     parts = [
         "From: MAILER-DAEMON@mx.example.net\r\n"
         "To: bounces+x@bounces.shop.io\r\n"
         "Subject: Undelivered Mail Returned to Sender\r\n"
         "MIME-Version: 1.0\r\n"
         'Content-Type: multipart/report; report-type=delivery-status; boundary="b"\r\n\r\n'
-        "--b\r\nContent-Type: text/plain\r\n\r\nSorry.\r\n",
+        f"--b\r\nContent-Type: text/plain\r\n\r\n{text}",
         f"--b\r\nContent-Type: message/{content_type}\r\n\r\n"
         "Reporting-MTA: dns; mx.example.net\r\n\r\n" + "\r\n".join(recipient_blocks),
     ]
@@ -211,6 +216,217 @@ def test_global_delivery_status() -> None:
     report = parse_report(dsn(block, content_type="global-delivery-status"))
     assert isinstance(report, Bounce)
     assert [r.address for r in report.recipients] == ["zoë@exämple.example"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Older and odder MTAs: one test per fix of the issue
+
+
+@pytest.mark.parametrize("action", ["failure", "error", "Failure (permanent)", "ERROR"])
+def test_failure_and_error_actions_are_failures(action: str) -> None:
+    # Older MTAs write "failure", OpenSMTPD "error": both read as "failed", not as no bounce.
+    block = f"Final-Recipient: rfc822; a@x.example\r\nAction: {action}\r\nStatus: 5.1.1\r\n"
+    report = parse_report(dsn(block))
+    assert isinstance(report, Bounce)
+    assert report.recipients == (BouncedRecipient("a@x.example", "5.1.1", "failed", None, True),)
+
+
+def text_report(subject: str, body: str, sender: str = "Relay <relay@mx.example.net>") -> bytes:
+    """A text bounce or notice from a sender that does not look like a mailer daemon."""
+    return (
+        f"From: {sender}\r\nTo: bounces+x@bounces.shop.io\r\nSubject: {subject}\r\n"
+        f"MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n{body}"
+    ).encode()
+
+
+SENDMAIL_WARNING = (
+    "    **********************************************\r\n"
+    "    **      THIS IS A WARNING MESSAGE ONLY      **\r\n"
+    "    **  YOU DO NOT NEED TO RESEND YOUR MESSAGE  **\r\n"
+    "    **********************************************\r\n\r\n"
+    "The original message was received at Mon, 3 Feb 2025 09:12:44 +0100\r\n"
+    "from mail.shop.io [203.0.113.9]\r\n\r\n"
+    "   ----- The following addresses had transient non-fatal errors -----\r\n"
+    "<pat@slowhost.example>\r\n\r\n"
+    "   ----- Transcript of session follows -----\r\n"
+    "<pat@slowhost.example>... Deferred: Connection timed out with mx.slowhost.example.\r\n"
+    "Warning: message still undelivered after 4 hours\r\n"
+    "Will keep trying until message is 5 days old\r\n"
+)
+EXIM_WARNING = (
+    "This message was created automatically by mail delivery software.\r\n"
+    "A message that you sent has not yet been delivered to one or more of its\r\n"
+    "recipients after more than 24 hours on the queue on mx.example.net.\r\n\r\n"
+    "The address to which the message has not yet been delivered is:\r\n\r\n"
+    "  pat@slowhost.example\r\n"
+    "    Delay reason: SMTP error from remote mail server after RCPT TO:<pat@slowhost.example>:\r\n"
+    "    451 4.2.0 Mailbox temporarily unavailable\r\n\r\n"
+    "No action is required on your part.\r\n"
+)
+GMAIL_DELAY = (
+    "This is an automatically generated Delivery Status Notification\r\n\r\n"
+    "THIS IS A WARNING MESSAGE ONLY.\r\n\r\n"
+    "YOU DO NOT NEED TO RESEND YOUR MESSAGE.\r\n\r\n"
+    "Delivery to the following recipient has been delayed:\r\n\r\n"
+    "     pat@slowhost.example\r\n\r\n"
+    "Message will be retried for 2 more day(s)\r\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("subject", "body"),
+    [
+        ("Warning: could not send message for past 4 hours", SENDMAIL_WARNING),
+        ("Warning: message 1tXyZa-000Abc-7Q delayed 24 hours", EXIM_WARNING),
+        ("Delivery Status Notification (Delay)", GMAIL_DELAY),
+        ("Mail Delivery Warning", SENDMAIL_WARNING),
+    ],
+)
+def test_warning_notices_are_delays(subject: str, body: str) -> None:
+    # A warning's subject lets the notice reach the detectors; what it reports is a delay, even
+    # where flufl.bounce's sendmail matcher calls "transient non-fatal errors" permanent.
+    report = parse_report(text_report(subject, body))
+    assert isinstance(report, Bounce)
+    assert report.recipients == (
+        BouncedRecipient("pat@slowhost.example", None, "delayed", None, hard=False),
+    )
+
+
+def test_a_hosted_exchange_delivery_warning_is_a_delay() -> None:
+    # flufl.bounce's warning matcher knows this notice but refuses its hyphenated domain.
+    assert parse_report(sample("hosted_exchange_delivery_warning.eml")) == Bounce(
+        recipients=(
+            BouncedRecipient("sam.reader@isp-mail.example", None, "delayed", None, hard=False),
+        ),
+        original_message_id=None,  # the copy of the original is quoted ("> "), not parsed
+        original_email_id="0194c2d1-5e6f-7a08-b9c1-d2e3f4a5b6c7",  # its tagged Delivered-To
+    )
+
+
+EXIM_FAILURE = (
+    "This message was created automatically by mail delivery software.\r\n\r\n"
+    "A message that you sent could not be delivered to one or more of its\r\n"
+    "recipients. This is a permanent error. The following address(es) failed:\r\n\r\n"
+    "  pat@no-such-host.example\r\n"
+    "    Unrouteable address\r\n\r\n"
+    "------ This is a copy of the message, including all the headers. ------\r\n\r\n"
+    f"Message-ID: <{EMAIL_ID}@shop.io>\r\nSubject: Your order\r\n\r\nHello\r\n"
+)
+
+
+@pytest.mark.parametrize(
+    "subject",
+    [
+        "=?utf-8?b?VW5kZWxpdmVyZWQgTWFpbCBSZXR1cm5lZCB0byBTZW5kZXI=?=",
+        "=?utf-8?q?Delivery_Status_Notification_=28Failure=29?=",
+        "=?iso-8859-1?q?Mail_nicht_zustellbar=3A_Ihre_Bestellung?=",
+    ],
+)
+def test_encoded_subjects_are_decoded_before_matching(subject: str) -> None:
+    assert parse_report(text_report(subject, EXIM_FAILURE)) == Bounce(
+        recipients=(BouncedRecipient("pat@no-such-host.example", None, "failed", None, True),),
+        original_message_id=f"<{EMAIL_ID}@shop.io>",
+        original_email_id=EMAIL_ID,
+    )
+    # ... and before an automatic reply's subject is matched.
+    raw = (
+        "From: a@b.example\r\nX-Auto-Response-Suppress: OOF\r\n"
+        "Subject: =?utf-8?q?Automatische_Antwort=3A_Ihre_Bestellung?=\r\n\r\nx"
+    )
+    assert is_auto_reply(raw.encode())
+
+
+SENDMAIL_FAILURE = (
+    "   ----- The following addresses had permanent fatal errors -----\r\n"
+    "<pat@slowhost.example>\r\n"
+    "    (reason: 550 5.1.1 <pat@slowhost.example>... User unknown)\r\n\r\n"
+    "   ----- Transcript of session follows -----\r\n"
+)
+
+
+def test_a_dsn_without_a_usable_recipient_goes_to_the_text_detectors() -> None:
+    # An X.400 gateway's recipient block names no mail address: the text part still does.
+    block = "Final-Recipient: x400; /S=pat/O=slowhost/PRMD=EXAMPLE/\r\nAction: failed\r\n"
+    report = parse_report(dsn(block + "Status: 5.1.1\r\n", text=SENDMAIL_FAILURE))
+    assert isinstance(report, Bounce)
+    assert report.recipients == (
+        BouncedRecipient("pat@slowhost.example", None, "failed", None, hard=True),
+    )
+    # A success notification stays no bounce, whatever its text says.
+    relayed = "Final-Recipient: rfc822; pat@slowhost.example\r\nAction: relayed\r\n"
+    assert parse_report(dsn(relayed + "Status: 2.0.0\r\n", text=SENDMAIL_FAILURE)) is None
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        (
+            "Original-Recipient: rfc822; pat@shop-customer.example\r\n"
+            "Final-Recipient: rfc822; pat.smith@mailhost.example\r\n",
+            "pat@shop-customer.example",
+        ),
+        (
+            "Final-Recipient: rfc822; pat.smith@mailhost.example\r\n"
+            "Original-Recipient: RFC822;<pat@shop-customer.example>\r\n",
+            "pat@shop-customer.example",
+        ),
+        (  # not of type rfc822
+            "Original-Recipient: x-local; pat@shop-customer.example\r\n"
+            "Final-Recipient: rfc822; pat.smith@mailhost.example\r\n",
+            "pat.smith@mailhost.example",
+        ),
+        (  # rfc822 but no address
+            "Original-Recipient: rfc822; pat\r\n"
+            "Final-Recipient: rfc822; pat.smith@mailhost.example\r\n",
+            "pat.smith@mailhost.example",
+        ),
+        ("Final-Recipient: rfc822; pat.smith@mailhost.example\r\n", "pat.smith@mailhost.example"),
+    ],
+)
+def test_the_original_recipient_wins_over_the_final_one(fields: str, expected: str) -> None:
+    report = parse_report(dsn(fields + "Action: failed\r\nStatus: 5.1.1\r\n"))
+    assert isinstance(report, Bounce)
+    assert [recipient.address for recipient in report.recipients] == [expected]
+
+
+def test_an_x400_gateway_gives_up_after_its_queue_lifetime() -> None:
+    assert parse_report(sample("x400_gateway_dsn_expired.eml")) == Bounce(
+        recipients=(
+            BouncedRecipient(
+                "kim@zeus.gateway.example",  # the Original-Recipient: Final is an X.400 name
+                "4.4.7",
+                "failed",
+                "Reason 1 (Unable-To-Transfer); Diagnostic 5 (Maximum-Time-Expired)",
+                hard=False,  # failed with 4.x.x: the address may well be fine
+            ),
+        ),
+        original_message_id="<0194c5e8-1a2b-7c3d-8e4f-5a6b7c8d9e0f@shop.io>",
+        original_email_id="0194c5e8-1a2b-7c3d-8e4f-5a6b7c8d9e0f",
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ("Action: failed\r\nStatus: 5.1.1\r\n", ("failed", True)),
+        ("Action: Failure\r\nStatus: 5.1.1\r\n", ("failed", True)),
+        ("Action: failed\r\n", ("failed", True)),
+        ("Action: failed\r\nStatus: 4.4.7\r\n", ("failed", False)),
+        ("Action: failed\r\nStatus: 4.4.1\r\n", ("failed", False)),
+        ("Action: delayed\r\nStatus: 4.4.1\r\n", ("delayed", False)),
+        ("Action: DELAYED (retrying)\r\nStatus: 5.0.0\r\n", ("delayed", False)),
+        ("Status: 5.2.2\r\n", ("failed", True)),  # no action: the status class says it
+        ("Status: 4.2.2\r\n", ("delayed", False)),
+        ("Action: bounced\r\nStatus: 5.1.1\r\n", ("failed", True)),  # an action nobody defined
+    ],
+)
+def test_actions_are_normalised_and_the_status_class_decides_hard(
+    fields: str, expected: tuple[str, bool]
+) -> None:
+    report = parse_report(dsn("Final-Recipient: rfc822; a@x.example\r\n" + fields))
+    assert isinstance(report, Bounce)
+    (recipient,) = report.recipients
+    assert (recipient.action, recipient.hard) == expected
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,6 +499,12 @@ def test_a_person_writing_about_a_failed_delivery_is_no_bounce() -> None:
     assert parse_report(raw) is None
 
 
+def test_a_person_forwarding_a_bounce_is_no_bounce() -> None:
+    subject = "Fwd: Mail delivery failed: returning message to sender"
+    forwarded = "---------- Forwarded message ---------\r\n\r\n" + EXIM_FAILURE
+    assert parse_report(text_report(subject, forwarded, "Alex <alex@example.net>")) is None
+
+
 @pytest.mark.parametrize("raw", [b"", b"\x00\xff", b"Subject: hi\r\n\r\nhello", b"\r\n\r\n--"])
 def test_nothing_much_is_no_report(raw: bytes) -> None:
     assert parse_report(raw) is None
@@ -309,6 +531,47 @@ def test_nothing_much_is_no_report(raw: bytes) -> None:
 )
 def test_verp_email_id(address: str, expected: str | None) -> None:
     assert verp_email_id(address) == expected
+
+
+TAG = "k3m7qz2abcdwxy45"  # 16 characters of lower-case base32, as an HMAC gives them
+
+
+@pytest.mark.parametrize(
+    ("address", "expected"),
+    [
+        (f"bounces+{EMAIL_ID}-{TAG}@bounces.shop.io", EMAIL_ID),
+        (f"<BOUNCES+{EMAIL_ID.upper()}-{TAG.upper()}@Bounces.Shop.IO>", EMAIL_ID),
+        (f"bounces+{EMAIL_ID}@bounces.shop.io", EMAIL_ID),  # before tags
+        (f"bounces+{EMAIL_ID}-{TAG[:15]}@bounces.shop.io", None),
+        (f"bounces+{EMAIL_ID}-{TAG}a@bounces.shop.io", None),
+        (f"bounces+{EMAIL_ID}-{'1' * 16}@bounces.shop.io", None),  # not base32
+        (f"bounces+{EMAIL_ID}{TAG}@bounces.shop.io", None),
+        (f"bounces+{EMAIL_ID}-@bounces.shop.io", None),
+    ],
+)
+def test_verp_email_id_with_a_tag(address: str, expected: str | None) -> None:
+    assert verp_email_id(address) == expected
+
+
+def test_a_tagged_return_path_names_the_email() -> None:
+    other = "0194a000-0000-7000-8000-000000000001"
+    report = parse_report(
+        sample("gmail_dsn_no_such_user.eml"), [f"bounces+{other}-{TAG}@bounces.shop.io"]
+    )
+    assert isinstance(report, Bounce)
+    assert report.original_email_id == other
+    original = f"Return-Path: <bounces+{EMAIL_ID}-{TAG}@bounces.shop.io>\r\n\r\n"
+    block = "Final-Recipient: rfc822; a@x.example\r\nAction: failed\r\nStatus: 5.1.1\r\n"
+    report = parse_report(dsn(block, original=original))
+    assert isinstance(report, Bounce)
+    assert report.original_email_id == EMAIL_ID
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_a_message_parsed_with_compat32_reads_the_same(name: str) -> None:
+    # The inbound listener hands parse_report the tree it parsed with compat32.
+    raw = sample(name)
+    assert parse_report(raw, (), message_from_bytes(raw)) == parse_report(raw)
 
 
 @pytest.mark.parametrize(
