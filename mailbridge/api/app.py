@@ -48,6 +48,7 @@ from mailbridge.api.routers import (
     tracking,
     webhooks,
 )
+from mailbridge.api.security_headers import SecurityHeaders
 from mailbridge.api.send_path import SendPath
 from mailbridge.config import Settings
 from mailbridge.runner import Runner
@@ -184,5 +185,7 @@ def create_app(
     app.add_middleware(SendRateLimit, counters=rate_counters)
     app.add_middleware(ApiMiddleware, context=context, log_sink=log_sink)
     app.add_middleware(RequestIds)  # around ApiMiddleware: its lines carry the id
+    # around every answer the middlewares give: nosniff on all, the dashboard's policy on its own
+    app.add_middleware(SecurityHeaders, under={dashboard.PREFIX: dashboard.HEADERS})
     app.add_middleware(HttpMetrics, routes=app.router.routes)  # outermost: times all
     return app

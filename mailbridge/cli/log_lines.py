@@ -37,6 +37,7 @@ import structlog
 from structlog.typing import EventDict, Processor, WrappedLogger
 
 from mailbridge.config import Settings
+from mailbridge.redaction import mask_text
 
 REDACTED: Final = "[redacted]"
 
@@ -119,10 +120,16 @@ def add_record_fields(_logger: WrappedLogger, _method: str, event_dict: EventDic
     for key, value in record.__dict__.items():
         if key not in _RECORD_KEYS and not key.startswith("_"):
             event_dict.setdefault(key, value)
-    if record.name == "uvicorn.access" and isinstance(args, tuple) and len(args) == 5:
-        client, method, path, _http_version, status = args
-        event_dict["event"] = f"{method} {path} {status}"
-        event_dict.update(client=client, method=method, path=path, status=status)
+    if record.name == "uvicorn.access":
+        # The path may carry a capability (an invitation, a signed or vote link): masked
+        # here, before any rendering, by the request log's own rules.
+        if isinstance(args, tuple) and len(args) == 5:
+            client, method, path, _http_version, status = args
+            path = mask_text(str(path))
+            event_dict["event"] = f"{method} {path} {status}"
+            event_dict.update(client=client, method=method, path=path, status=status)
+        else:  # a line of another shape: its whole text
+            event_dict["event"] = mask_text(str(event_dict.get("event", "")))
     return event_dict
 
 

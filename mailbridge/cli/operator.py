@@ -23,6 +23,8 @@ db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 teams_app = typer.Typer(help="Teams (tenants).", no_args_is_help=True)
 keys_app = typer.Typer(help="API keys (operator side: create and revoke).", no_args_is_help=True)
 members_app = typer.Typer(help="Team members and their sessions.", no_args_is_help=True)
+sessions_app = typer.Typer(help="A member's dashboard sessions.", no_args_is_help=True)
+members_app.add_typer(sessions_app, name="sessions")
 
 TeamOption = Annotated[
     str | None, typer.Option("--team", help="team name or id; may be omitted with one team")
@@ -179,14 +181,49 @@ def members_password(
         str, typer.Option("--password", help="the new password; - to type it at a hidden prompt")
     ] = "-",
 ) -> None:
-    """Set a member's dashboard password (a forgotten one, or a member added without)."""
+    """Set a member's dashboard password (a forgotten one, or a member added without);
+    every session the member had ends."""
     if password == "-":
         password = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
 
     async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
         owner = await accounts.resolve_team(session, team)
         member = await accounts.member_by_email(session, owner.id, email)
-        await accounts.set_password(session, member, password)
-        return {"object": "member", "id": member.id, "email": member.email, "password": "set"}
+        ended = await accounts.set_password(session, context.clock, member, password)
+        return {"object": "member", "id": member.id, "email": member.email, "password": "set",
+                "sessions_revoked": ended}  # fmt: skip
+
+    emit(with_session(action))
+
+
+@sessions_app.command("list")
+def sessions_list(email: Annotated[str, typer.Option("--email")], team: TeamOption = None) -> None:
+    """A member's open sessions (where and when each was opened)."""
+
+    async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
+        owner = await accounts.resolve_team(session, team)
+        member = await accounts.member_by_email(session, owner.id, email)
+        rows = await accounts.list_sessions(
+            session, context.clock, owner.id, Role.OWNER, None, member.id
+        )
+        return {"object": "list", "has_more": False,
+                "data": [accounts.session_view(row) for row in rows]}  # fmt: skip
+
+    emit(with_session(action))
+
+
+@sessions_app.command("revoke")
+def sessions_revoke(
+    email: Annotated[str, typer.Option("--email")], team: TeamOption = None
+) -> None:
+    """End every session of a member (a lost laptop, a leaked cookie): they sign in again."""
+
+    async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
+        owner = await accounts.resolve_team(session, team)
+        member = await accounts.member_by_email(session, owner.id, email)
+        ended = await accounts.revoke_member_sessions(session, context.clock, member, None)
+        await session.commit()
+        return {"object": "member", "id": member.id, "email": member.email,
+                "sessions_revoked": ended}  # fmt: skip
 
     emit(with_session(action))

@@ -5,6 +5,8 @@ Pages read and write through the HTTP API in process, with the member's session 
 as the bearer, so the API's rules hold for every click: key management only for
 members (spec §5 rule 4), no write from a view-only member (rule 5), whatever a page
 shows or hides. Forms carry CSRF tokens; the routes stay out of the OpenAPI document.
+Every response under ``PREFIX`` carries ``HEADERS``: a strict Content-Security-Policy, so
+the pages run only the dashboard's own script files.
 """
 
 from __future__ import annotations
@@ -18,21 +20,28 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mailbridge.dashboard import (
     _access_pages,
+    _account_pages,
     _content_pages,
     _mail_pages,
     _poll_pages,
     _signing_in,
 )
 from mailbridge.dashboard._common import Redirect
-from mailbridge.dashboard._render import HERE, message
-from mailbridge.dashboard._session import SignInLimiter
+from mailbridge.dashboard._render import HERE, content_security_policy, message
+from mailbridge.dashboard._sign_in_limits import SignInLimiter
 from mailbridge.errors import ApiError, ApplicationError, ServiceUnavailable
 from mailbridge.storage.outages import is_unavailable
 
 logger = logging.getLogger(__name__)
 
 PREFIX = "/dashboard"
-PAGES = (_signing_in, _mail_pages, _content_pages, _poll_pages, _access_pages)
+PAGES = (_signing_in, _mail_pages, _content_pages, _poll_pages, _account_pages, _access_pages)
+# With every response under PREFIX, unless it set its own (mailbridge.api.security_headers).
+HEADERS = {
+    "content-security-policy": content_security_policy(),
+    "x-frame-options": "DENY",
+    "referrer-policy": "same-origin",
+}
 
 
 def routes() -> list[tuple[str, str]]:

@@ -145,14 +145,16 @@ async def received(request: Request, after: str | None = None) -> Response:
 
 
 @router.get("/received/{received_id}")
-async def received_one(request: Request, received_id: str) -> Response:
+async def received_one(request: Request, received_id: str, images: bool = False) -> Response:
+    """One received message; its remote images load only when the member asks
+    (``images``), for this view of this message."""
     me = await member(request)
     async with api_as(request, me) as api:
         answer = await api.get(f"/emails/receiving/{received_id}")
     if not answer.ok:
         return failed(request, me, answer, "/dashboard/received")
     return page(request, "received.html", me, title=answer.body.get("subject") or "Received",
-                active="/dashboard/received", mail=answer.body)  # fmt: skip
+                active="/dashboard/received", mail=answer.body, images=images)  # fmt: skip
 
 
 @router.get("/webhooks")

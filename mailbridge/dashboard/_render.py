@@ -1,5 +1,15 @@
 """Pages from Jinja2 templates (Starlette's ``Jinja2Templates``), with what every page
-shows: the signed-in member, the navigation, a one-line message."""
+shows: the signed-in member, the navigation, a one-line message; and the
+Content-Security-Policy each page is sent with.
+
+The dashboard runs only its own script (DESIGN §9): no template has inline script, an
+event handler or an inline style, and the policy (the package's ``HEADERS``, on every
+response under ``/dashboard``) refuses them. Mail is shown in a sandboxed ``srcdoc``
+frame, where no script runs; such a frame inherits its page's policy, so a page that
+shows mail allows inline styles (the mail's own) and the images the mail may load,
+while the frame's document carries a policy of its own that allows nothing else
+(:func:`mail_document`). Received mail loads no remote image until a member asks.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +25,7 @@ from starlette.responses import HTMLResponse
 from mailbridge.dashboard._session import SignedIn
 
 HERE = Path(__file__).parent
+DOCTYPE = re.compile(r"\s*<!doctype[^>]*>", re.IGNORECASE)
 INSTANT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
 TEMPLATES = Jinja2Templates(directory=HERE / "templates")
 
@@ -33,6 +44,7 @@ NAV = (
     ("/dashboard/logs", "Logs"),
     ("/dashboard/api-keys", "API keys"),
     ("/dashboard/members", "Members"),
+    ("/dashboard/account", "Your account"),
 )
 
 
@@ -55,7 +67,47 @@ def is_instant(value: Any) -> bool:
     return isinstance(value, str) and INSTANT.match(value) is not None
 
 
+POLICY = {
+    "default-src": "'self'",
+    "script-src": "'self'",
+    "style-src": "'self'",
+    "img-src": "'self'",
+    "object-src": "'none'",
+    "base-uri": "'none'",
+    "frame-ancestors": "'none'",
+    "form-action": "'self'",
+}
+# Pages that show mail in a frame, and whether its remote images load by default: the
+# team's own mail and templates do; received mail does not (its sender would learn
+# when and from where it is read), until the member asks (``images``).
+MAIL_VIEWS = {"email.html": True, "template.html": True, "received.html": False}
+REMOTE_IMAGES = "https: http:"
+
+
+def content_security_policy(*, mail: bool = False, images: bool = False) -> str:
+    """The page's policy: the strict one, or with what its mail frame needs."""
+    directives = dict(POLICY)
+    if mail:
+        directives["style-src"] += " 'unsafe-inline'"
+        directives["img-src"] += " data:" + (f" {REMOTE_IMAGES}" if images else "")
+    return "; ".join(f"{name} {sources}" for name, sources in directives.items())
+
+
+def mail_document(html: str, images: bool) -> str:
+    """``html`` as the document of a sandboxed ``srcdoc`` frame: a policy of its own
+    first (after a doctype, which keeps its rendering mode), loading nothing but inline
+    styles and ``data:`` images, and remote images only when ``images``."""
+    policy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+    if images:
+        policy += f" {REMOTE_IMAGES}"
+    head = f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
+    doctype = DOCTYPE.match(html)
+    at = doctype.end() if doctype else 0
+    return html[:at] + head + html[at:]
+
+
 TEMPLATES.env.filters["when"] = when
+TEMPLATES.env.filters["mail_document"] = mail_document
 TEMPLATES.env.tests["instant"] = is_instant
 TEMPLATES.env.filters["percent"] = percent
 
@@ -67,13 +119,17 @@ def page(
     *,
     status_code: int = 200,
     active: str | None = None,
+    images: bool | None = None,
     **values: Any,
 ) -> HTMLResponse:
-    context = {"me": me, "nav": NAV, "active": active, **values}
+    """``view`` rendered; ``images``: whether the mail it shows loads remote images
+    (by default as ``MAIL_VIEWS`` says)."""
+    mail = view in MAIL_VIEWS
+    images = MAIL_VIEWS.get(view, False) if images is None else images
+    context = {"me": me, "nav": NAV, "active": active, "images": images, **values}
     response = TEMPLATES.TemplateResponse(request, view, context, status_code=status_code)
     response.headers["cache-control"] = "no-store"
-    response.headers["x-frame-options"] = "DENY"
-    response.headers["referrer-policy"] = "same-origin"
+    response.headers["content-security-policy"] = content_security_policy(mail=mail, images=images)
     return response
 
 

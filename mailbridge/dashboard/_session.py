@@ -6,8 +6,9 @@ pages call the HTTP API with it as their bearer token, so the API's own rules (r
 view-only) hold for every click. Every form carries a CSRF token: for a signed-in
 member an HMAC of the session token under the instance secret (so another site can
 neither read nor make one); on the sign-in form, where there is no session yet, an HMAC
-of a random per-browser cookie. Sign-in attempts are limited per client address and per
-account (the ``limits`` library, in process memory).
+of a random per-browser cookie. Sign-in attempts are slowed down per account and
+client address (``_sign_in_limits``); a browser that signed in to an account before
+carries a device cookie that lets the right password through an account-wide slowdown.
 """
 
 from __future__ import annotations
@@ -19,9 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fastapi import Request, Response
-from limits import parse
-from limits.aio.storage import MemoryStorage
-from limits.aio.strategies import MovingWindowRateLimiter
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -36,8 +34,8 @@ LOGIN_COOKIE = "mb_login"
 CSRF_FIELD = "csrf"
 CSRF_HEADER = "x-csrf-token"
 SESSION_MAX_AGE = 30 * 24 * 3600  # the member session's own lifetime
-SIGN_IN_PER_ADDRESS = parse("20/minute")
-SIGN_IN_PER_ACCOUNT = parse("5/minute")
+DEVICE_COOKIE = "mb_device"
+DEVICE_MAX_AGE = 365 * 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -131,15 +129,20 @@ def clear_session_cookie(response: Response) -> None:
     response.delete_cookie(SESSION_COOKIE, path="/dashboard")
 
 
-class SignInLimiter:
-    """Moving windows of sign-in attempts, per client address and per account."""
+async def known_device(request: Request, account: str) -> str | None:
+    """The nonce of the browser's device cookie when it was set by a sign-in to ``account``."""
+    nonce, _, mac = request.cookies.get(DEVICE_COOKIE, "").partition(".")
+    if not nonce or not mac:
+        return None
+    expected = _mac(await _secret(request), "device", f"{account.strip().lower()}:{nonce}")
+    return nonce if csrf_matches(expected, mac) else None
 
-    def __init__(self) -> None:
-        self._limiter = MovingWindowRateLimiter(MemoryStorage())
 
-    async def allow(self, address: str, account: str) -> bool:
-        by_address = await self._limiter.hit(SIGN_IN_PER_ADDRESS, "sign-in-address", address)
-        by_account = await self._limiter.hit(
-            SIGN_IN_PER_ACCOUNT, "sign-in-account", account.strip().lower()
-        )
-        return by_address and by_account
+async def set_device_cookie(request: Request, response: Response, account: str) -> None:
+    """Remember this browser as one that signed in to ``account``."""
+    nonce = secrets.token_urlsafe(16)
+    mac = _mac(await _secret(request), "device", f"{account.strip().lower()}:{nonce}")
+    response.set_cookie(
+        DEVICE_COOKIE, f"{nonce}.{mac}", max_age=DEVICE_MAX_AGE, httponly=True,
+        samesite="lax", path="/dashboard", secure=request.url.scheme == "https",
+    )  # fmt: skip

@@ -2,25 +2,47 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlsplit
 
 from fastapi import APIRouter, Form, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from mailbridge.dashboard import _session as sessions
 from mailbridge.dashboard._render import message, page
+from mailbridge.dashboard._sign_in_limits import SignInLimiter
 from mailbridge.errors import ApiError
 from mailbridge.services import accounts
 
 router = APIRouter()
 
 
+HOME = "/dashboard"
+MAX_NEXT = 2000  # the sign-in form's own limit on ``next``
+_PRINTABLE = re.compile(r"[!-~]+")  # ASCII, no space, no control character
+_ENCODED = re.compile(r"%(?:2f|5c|2e|25)", re.IGNORECASE)  # / \ . and % itself
+
+
 def _safe_next(target: str | None) -> str:
-    """Only a path of the dashboard: never another site."""
-    if target and target.startswith("/dashboard") and not target.startswith("//"):
-        return target
-    return "/dashboard"
+    """``target`` when it is a clean path of the dashboard, else the dashboard's home.
+
+    Clean: printable ASCII without a backslash (browsers read ``\\`` as ``/`` and drop
+    tabs and line breaks), no scheme or host, no encoded slash, backslash, dot or percent
+    (``%2e%2e``, ``%2f``), and no ``.``, ``..`` or empty segment; the first segment is
+    ``dashboard``. Nothing is repaired: a ``next`` that needs it was not ours."""
+    if not target or len(target) > MAX_NEXT or not _PRINTABLE.fullmatch(target):
+        return HOME
+    parts = urlsplit(target)
+    if "\\" in target or parts.scheme or parts.netloc or _ENCODED.search(parts.path):
+        return HOME
+    path = unquote(parts.path)
+    segments = path.split("/")
+    if not _PRINTABLE.fullmatch(path) or segments[:2] != ["", "dashboard"]:
+        return HOME
+    if any(segment in ("", ".", "..") for segment in segments[2:]):
+        return HOME
+    return target
 
 
 def sign_in_redirect(request: Request) -> RedirectResponse:
@@ -59,19 +81,28 @@ async def login(
         return message(request, None, "Refused", "The form was not this site's (no valid CSRF "
                        "token). Reload the sign-in page and try again.", status_code=403,
                        name="invalid_csrf_token", back="/dashboard/login")  # fmt: skip
-    limiter: sessions.SignInLimiter = request.app.state.sign_in_limiter
+    limiter: SignInLimiter = request.app.state.sign_in_limiter
     client = request.client.host if request.client else "unknown"
-    if not await limiter.allow(client, email):
-        return await _login_page(request, target, email, team, "Too many sign-in attempts. "
-                                 "Wait a minute and try again.", 429)  # fmt: skip
+    device = await sessions.known_device(request, email)
+    wait = await limiter.wait(client, email, device)
+    if wait > 0:
+        seconds = max(1, round(wait))
+        answer = await _login_page(request, target, email, team, "Too many sign-in attempts. "
+                                   f"Try again in {seconds} seconds.", 429)  # fmt: skip
+        answer.headers["Retry-After"] = str(seconds)
+        return answer
     context = sessions.context_of(request)
+    where = accounts.Device(request.headers.get("user-agent"), client)
     async with context.database.session() as session:
-        found = await accounts.sign_in(session, context.clock, email, password, team or None)
+        found = await accounts.sign_in(session, context.clock, email, password, team or None, where)
     if found is None:
+        limiter.failed(client, email, device)
         return await _login_page(request, target, email, team, "Wrong email or password.", 401)
+    limiter.succeeded(client, email, device)
     _member, token = found
     response = RedirectResponse(target, status_code=303)
     sessions.set_session_cookie(request, response, token)
+    await sessions.set_device_cookie(request, response, email)
     return response
 
 
@@ -103,6 +134,7 @@ async def invitation_form(request: Request, token: str) -> Response:
     return await sessions.with_login_csrf(
         request,
         lambda csrf: page(request, "invitation.html", None, title="Join", invitation=invitation,
+                          masked_email=accounts.masked_address(invitation.email),
                           team_name=team.name, csrf=csrf, error=None,
                           min_length=accounts.MIN_PASSWORD_LENGTH),
     )  # fmt: skip
@@ -112,6 +144,7 @@ async def invitation_form(request: Request, token: str) -> Response:
 async def accept_invitation(
     request: Request,
     token: str,
+    email: Annotated[str, Form(max_length=320)] = "",
     password: Annotated[str, Form(max_length=4096)] = "",
     csrf: Annotated[str, Form(max_length=200)] = "",
 ) -> Response:
@@ -121,8 +154,11 @@ async def accept_invitation(
     context = sessions.context_of(request)
     try:
         async with context.database.session() as session:
+            where = accounts.Device(
+                request.headers.get("user-agent"), request.client.host if request.client else None
+            )
             _member, session_token = await accounts.accept_invitation(
-                session, context.clock, token, password
+                session, context.clock, token, email, password, where
             )
     except ApiError as error:
         return message(request, None, "Could not join", error.message,

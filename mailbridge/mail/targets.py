@@ -3,7 +3,9 @@
 - http and https only, with a host.
 - No private targets: the host is resolved and *every* address it has must be a
   public one (not loopback, private, link-local, shared, multicast, reserved...),
-  unless ``MAILBRIDGE_WEBHOOK_ALLOW_PRIVATE`` is set.
+  unless ``MAILBRIDGE_WEBHOOK_ALLOW_PRIVATE`` is set. An IPv6 address that carries an
+  IPv4 one (mapped, NAT64, 6to4...) is judged by the IPv4 address it leads to: see
+  :func:`embedded_ipv4`.
 - The request then goes to the address that was checked (Host header and TLS SNI keep
   the name), so a DNS answer that changes between the check and the connection cannot
   point it elsewhere.
@@ -44,10 +46,68 @@ class PinnedTarget:
     extensions: dict[str, str] = field(default_factory=dict)
 
 
+# IPv6 prefixes whose addresses stand for an IPv4 one that a host or a translator on
+# the way connects to; the IPv4 address is the last 32 bits (6to4 and Teredo have
+# properties of their own in ``ipaddress``).
+_V4_MAPPED = ipaddress.IPv6Network("::ffff:0:0/96")  # RFC 4291
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052, the well-known prefix
+_LAST_32_BITS = (
+    ipaddress.IPv6Network("::/96"),  # IPv4-compatible (RFC 4291, deprecated)
+    ipaddress.IPv6Network("::ffff:0:0:0/96"),  # IPv4-translated (RFC 2765, SIIT)
+    _V4_MAPPED,
+    _NAT64,
+    ipaddress.IPv6Network("64:ff9b:1::/48"),  # RFC 8215, local-use NAT64
+)
+# Forms whose target is the IPv4 host they name: public when that address is.
+_TRANSLATED = (_V4_MAPPED, _NAT64, ipaddress.IPv6Network("2002::/16"))  # 6to4
+# Where no public target ever is, whatever Python's ``is_global`` says (it varies between
+# 3.11 releases): the deprecated and local-use embeddings, Teredo (reached through a
+# relay; IANA: not globally reachable), documentation prefixes, 6to4's relay anycast.
+_NEVER_V6 = (
+    ipaddress.IPv6Network("::/96"),
+    ipaddress.IPv6Network("::ffff:0:0:0/96"),
+    ipaddress.IPv6Network("64:ff9b:1::/48"),
+    ipaddress.IPv6Network("2001::/32"),  # Teredo
+    ipaddress.IPv6Network("2001:db8::/32"),
+    ipaddress.IPv6Network("3fff::/20"),  # RFC 9637
+)
+_NEVER_V4 = ipaddress.IPv4Network("192.88.99.0/24")  # RFC 7526
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """Every IPv4 address ``address`` carries: ``::a.b.c.d``, ``::ffff:a.b.c.d``,
+    ``::ffff:0:a.b.c.d``, NAT64 (``64:ff9b::/96``, ``64:ff9b:1::/48``), 6to4 (bits 16-48
+    of ``2002::/16``) and Teredo (server in bits 32-64, client in the last 32 bits
+    inverted). A connection to such an address may end at that IPv4 host."""
+    found: list[ipaddress.IPv4Address] = []
+    if any(address in network for network in _LAST_32_BITS):
+        found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+    if address.sixtofour is not None:
+        found.append(address.sixtofour)
+    if address.teredo is not None:
+        found.extend(address.teredo)
+    return found
+
+
+def _is_public_v4(address: ipaddress.IPv4Address) -> bool:
+    return address.is_global and not address.is_multicast and address not in _NEVER_V4
+
+
 def is_public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_global and not address.is_multicast
+    """Whether ``address`` is one we may connect to: global unicast, and every IPv4
+    address it embeds is too (``::ffff:127.0.0.1`` reaches loopback)."""
+    if isinstance(address, ipaddress.IPv4Address):
+        return _is_public_v4(address)
+    embedded = embedded_ipv4(address)
+    if not all(_is_public_v4(inner) for inner in embedded):
+        return False
+    if any(address in network for network in _NEVER_V6):
+        return False
+    if embedded and any(address in network for network in _TRANSLATED):
+        return True  # the IPv4 host decides; Python calls some of these non-global
+    return address.is_global and not (
+        address.is_multicast or address.is_reserved or address.is_site_local
+    )
 
 
 def parse_url(url: str, what: str = "URL") -> httpx.URL:
@@ -113,9 +173,12 @@ def check_addresses(url: httpx.URL, addresses: list[str], *, allow_private: bool
     if allow_private:
         return
     for address in addresses:
-        if not is_public(ipaddress.ip_address(address.split("%", 1)[0])):
+        parsed = ipaddress.ip_address(address.split("%", 1)[0])
+        if not is_public(parsed):
+            inner = embedded_ipv4(parsed) if isinstance(parsed, ipaddress.IPv6Address) else []
+            carried = f" (carrying {', '.join(map(str, inner))})" if inner else ""
             raise TargetRefused(
-                f"refused {url}: {url.host} resolves to the non-public address {address}",
+                f"refused {url}: {url.host} resolves to the non-public address {address}{carried}",
                 temporary=False,
             )
 

@@ -188,10 +188,8 @@ def _html(message: Message) -> str:
     return ""
 
 
-@pytest.fixture
-def dashboard(
-    environment: dict[str, str], tmp_path: Path
-) -> Iterator[tuple[Server, dict[str, str]]]:
+def acme_team(environment: dict[str, str]) -> str:
+    """A team ``acme`` on plan pro with a verified sending domain; its id."""
     team = json.loads(mailbridge("admin", "teams", "create", "--name", "acme", "--plan", "pro",
                                  env=environment).stdout)  # fmt: skip
     settings = Settings(data_dir=Path(environment["MAILBRIDGE_DATA_DIR"]))
@@ -204,11 +202,19 @@ def dashboard(
             await context.database.dispose()
 
     asyncio.run(verified_domain())
+    return str(team["id"])
+
+
+@pytest.fixture
+def dashboard(
+    environment: dict[str, str], tmp_path: Path
+) -> Iterator[tuple[Server, dict[str, str]]]:
+    team_id = acme_team(environment)
     server = start("serve", environment, tmp_path / "serve.log")
     try:
         _member(server, "owner@acme.io", "owner")
         _member(server, "viewer@acme.io", "view_only")
-        yield server, _seed(server, team["id"])
+        yield server, _seed(server, team_id)
     finally:
         if server.process.poll() is None:
             server.process.kill()
@@ -262,6 +268,7 @@ def test_a_person_walks_the_dashboard(
         ("08-campaigns", "/dashboard/campaigns"), ("10-automations", "/dashboard/automations"),
         ("13-webhooks", "/dashboard/webhooks"), ("14-received", "/dashboard/received"),
         ("15-logs", "/dashboard/logs"), ("17-members", "/dashboard/members"),
+        ("19-account", "/dashboard/account"), ("20-audit-log", "/dashboard/members/audit"),
     ]  # fmt: skip
     for name, path in pages:
         browser.get(base + path)
@@ -328,8 +335,11 @@ def test_a_person_walks_the_dashboard(
     _wait(lambda: "/dashboard/login" in browser.current_url, "signing out")
 
     _sign_in(browser, base, "viewer@acme.io")
-    for _name, path in pages:  # a view-only member sees every page
+    for _name, path in pages:  # a view-only member sees every page but the owners' audit log
         browser.get(base + path)
+        if path == "/dashboard/members/audit":
+            assert "Only owners read the audit log." in browser.page_source
+            continue
         assert browser.find_element(By.TAG_NAME, "h1").text, path
         assert "Not done" not in browser.page_source, path
     browser.get(f"{base}/dashboard/api-keys")

@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from sqlalchemy import func, select
 
 from mailbridge.dashboard import routes
+from mailbridge.dashboard._sign_in_limits import SignInLimiter
 from mailbridge.services.accounts import _sign_in as sign_ins
 from mailbridge.services.accounts import _teams as teams
 from mailbridge.services.accounts._teams import Role
@@ -131,24 +132,39 @@ async def test_signing_in_without_the_forms_csrf_token_is_refused(
     assert "mb_session" not in client.cookies
 
 
-async def test_sign_in_attempts_are_limited_per_account(
-    client: httpx.AsyncClient, context: ServiceContext, tenant: Tenant
+async def test_failed_sign_ins_slow_the_guesser_down_without_locking_the_owner_out(
+    app: FastAPI, client: httpx.AsyncClient, context: ServiceContext, tenant: Tenant
 ) -> None:
+    now = [1000.0]
+    app.state.sign_in_limiter = SignInLimiter(monotonic=lambda: now[0])
     email = await add_member(context, tenant, Role.OWNER)
-    statuses = []
-    for _ in range(6):
-        form = await client.get("/dashboard/login")
-        answer = await client.post(
-            "/dashboard/login",
-            data={"email": email, "password": "wrong guess!", "csrf": csrf_of(form)},
+    csrf = await sign_in(client, email)  # the owner's browser: a known device from now on
+    await client.post("/dashboard/logout", data={"csrf": csrf})
+    assert "mb_device" in client.cookies and "mb_session" not in client.cookies
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://mailbridge.test") as guesser:
+        statuses, waits = [], []
+        for _ in range(7):
+            form = await guesser.get("/dashboard/login")
+            answer = await guesser.post(
+                "/dashboard/login",
+                data={"email": email, "password": "wrong guess!", "csrf": csrf_of(form)},
+            )
+            statuses.append(answer.status_code)
+            waits.append(int(answer.headers.get("retry-after", "0")))
+            if answer.status_code == 429:
+                now[0] += waits[-1]  # the guesser waits it out, then guesses again
+        # Five free failures; then 1 s to wait, waited out, another failure: 2 s...
+        assert statuses == [401] * 5 + [429, 401]
+        assert waits == [0] * 5 + [1, 0]
+        form = await guesser.get("/dashboard/login")
+        blocked = await guesser.post(
+            "/dashboard/login", data={"email": email, "password": PASSWORD, "csrf": csrf_of(form)}
         )
-        statuses.append(answer.status_code)
-    assert statuses == [401] * 5 + [429]
-    form = await client.get("/dashboard/login")
-    right = await client.post(
-        "/dashboard/login", data={"email": email, "password": PASSWORD, "csrf": csrf_of(form)}
-    )
-    assert right.status_code == 429  # even the right password waits out the window
+        assert blocked.status_code == 429 and int(blocked.headers["retry-after"]) == 2
+    # The owner, from their own browser, signs in at once with the right password.
+    csrf = await sign_in(client, email)
+    await client.post("/dashboard/logout", data={"csrf": csrf})
     other = await add_member(context, tenant, Role.ADMIN)
     await sign_in(client, other)  # another account from the same address still may
 
@@ -197,6 +213,9 @@ async def test_a_view_only_member_sees_the_pages_but_every_write_is_refused(
         answer = await client.post(
             concrete(path), data={"csrf": csrf, "name": "x", "role": "owner"}
         )
+        if path == "/dashboard/account/password":  # one's own: refused without the password
+            assert answer.status_code == 422, answer.text[:300]
+            continue
         # Refused for the role, or for an id that is not the team's: never done.
         assert answer.status_code in (403, 404), (path, answer.status_code)
         if answer.status_code == 403:
@@ -256,10 +275,14 @@ async def test_an_invitation_makes_a_member_once(
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://mailbridge.test") as guest:
         form = await guest.get(path)
-        assert form.status_code == 200 and "new@corp.io" in form.text
-        short = await guest.post(path, data={"csrf": csrf_of(form), "password": "short"})
+        assert form.status_code == 200 and "n…@corp.io" in form.text
+        assert "new@corp.io" not in form.text  # the link alone does not tell whose it is
+        data = {"csrf": csrf_of(form), "email": "new@corp.io"}
+        short = await guest.post(path, data={**data, "password": "short"})
         assert short.status_code == 422
-        joined = await guest.post(path, data={"csrf": csrf_of(form), "password": PASSWORD})
+        other = await guest.post(path, data={**data, "email": "me@evil.io", "password": PASSWORD})
+        assert other.status_code == 422 and "mb_session" not in guest.cookies
+        joined = await guest.post(path, data={**data, "email": "New@corp.io", "password": PASSWORD})
         assert joined.status_code == 303 and "mb_session" in guest.cookies
         assert "new@corp.io" in (await guest.get("/dashboard")).text
         assert (await guest.get(path)).status_code == 404  # used

@@ -1,5 +1,7 @@
 """A team's members (spec §5 rule 5 for who may change what): the dashboard's, so members
-only — an API key hears 403 dashboard_only; a view_only member may list them."""
+only — an API key hears 403 dashboard_only; a view_only member may list them. Also each
+member's sessions (their own, or those of members they manage), their own password, and
+the audit log of member changes (owners)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from mailbridge.api.deps import ContextDep, DashboardReader, DashboardUser, Page
 from mailbridge.api.openapi import json_body
 from mailbridge.clock import isoformat_ms
 from mailbridge.services import accounts
-from mailbridge.services.accounts import Role, member_view
+from mailbridge.services.accounts import Role, bearer_token, member_view
 from mailbridge.storage.tables import MemberInvitation
 
 router = APIRouter(tags=["members"])
@@ -26,6 +28,16 @@ class ChangeMember(BaseModel):
 class Invite(BaseModel):
     email: str = Field(min_length=3, max_length=320)
     role: Role = Role.VIEW_ONLY
+
+
+class ChangePassword(BaseModel):
+    current_password: str = Field(min_length=1, max_length=4096)
+    password: str = Field(min_length=1, max_length=4096)
+
+
+def _token(request: Request) -> str:
+    """The caller's own member session token (the bearer the request carried)."""
+    return bearer_token(request.headers.get("authorization"))
 
 
 def invitation_view(invitation: MemberInvitation, url: str | None = None) -> dict[str, Any]:
@@ -64,9 +76,12 @@ async def list_invitations(
 
 @router.delete("/members/invitations/{invitation_id}")
 async def withdraw_invitation(
-    principal: DashboardUser, invitation_id: str, session: SessionDep
+    principal: DashboardUser, invitation_id: str, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
-    await accounts.withdraw_invitation(session, principal.team_id, principal.role, invitation_id)
+    await accounts.withdraw_invitation(
+        session, context.clock, principal.team_id, principal.role, principal.member_id,
+        invitation_id,
+    )  # fmt: skip
     return {"object": "invitation", "id": invitation_id, "deleted": True}
 
 
@@ -84,8 +99,9 @@ async def change_member(
 ) -> dict[str, Any]:  # fmt: skip
     body = await parse_body(request, ChangeMember)
     member = await accounts.change_role(
-        session, principal.team_id, principal.role, member_id, body.role
-    )
+        session, context.clock, principal.team_id, principal.role, principal.member_id,
+        member_id, body.role,
+    )  # fmt: skip
     context.principals.clear()  # the new role holds from the next request on
     return member_view(member)
 
@@ -94,6 +110,60 @@ async def change_member(
 async def remove_member(
     principal: DashboardUser, member_id: str, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
-    member = await accounts.remove_member(session, principal.team_id, principal.role, member_id)
+    member = await accounts.remove_member(
+        session, context.clock, principal.team_id, principal.role, principal.member_id, member_id
+    )
     context.principals.clear()  # their sessions end now
     return {"object": "member", "id": member.id, "deleted": True}
+
+
+@router.get("/members/audit")
+async def audit_log(
+    principal: DashboardReader, session: SessionDep, page: PageDep
+) -> dict[str, Any]:
+    """Who changed members, roles, invitations and sessions, and when (owners only)."""
+    found = await accounts.list_audit(session, principal.team_id, principal.role, page)
+    return list_body(found, accounts.audit_view)
+
+
+@router.get("/members/{member_id}/sessions")
+async def member_sessions(
+    principal: DashboardReader, member_id: str, request: Request, session: SessionDep,
+    context: ContextDep,
+) -> dict[str, Any]:  # fmt: skip
+    """A member's open sessions: one's own, or a managed member's (owners and admins)."""
+    rows = await accounts.list_sessions(
+        session, context.clock, principal.team_id, principal.role, principal.member_id, member_id
+    )
+    current = _token(request)
+    return {"object": "list", "has_more": False,
+            "data": [accounts.session_view(row, current) for row in rows]}  # fmt: skip
+
+
+@router.delete("/members/sessions/{session_id}")
+async def revoke_session(
+    principal: DashboardReader, session_id: str, session: SessionDep, context: ContextDep
+) -> dict[str, Any]:
+    """End a session: one's own (any role, view-only too), or a managed member's."""
+    await accounts.revoke_session(
+        session, context.clock, principal.team_id, principal.role, principal.member_id,
+        session_id,
+    )  # fmt: skip
+    context.principals.clear()  # it ends now, in this process's cache too
+    return {"object": "session", "id": session_id, "deleted": True}
+
+
+@router.post("/members/me/password", openapi_extra=json_body(ChangePassword))
+async def change_password(
+    principal: DashboardReader, request: Request, session: SessionDep, context: ContextDep
+) -> dict[str, Any]:
+    """Change one's own password: every other session of the member ends."""
+    body = await parse_body(request, ChangePassword)
+    assert principal.member_id is not None  # a member: DashboardReader refuses keys
+    ended = await accounts.change_password(
+        session, context.clock, principal.member_id, body.current_password, body.password,
+        _token(request),
+    )  # fmt: skip
+    context.principals.clear()
+    return {"object": "member", "id": principal.member_id, "password": "changed",
+            "sessions_revoked": ended}  # fmt: skip

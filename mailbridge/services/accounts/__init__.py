@@ -1,9 +1,9 @@
 """Accounts: who may call, on whose behalf, and how much.
 
-Owns teams and members (``teams``, ``members``, ``member_sessions``), API keys
-(``api_keys``), plans and their quotas (``quota_usage``) and the request log
-(``request_logs``). The API's middleware authenticates through this face; every other
-context charges quotas and locks teams through it.
+Owns teams and members (``teams``, ``members``, ``member_sessions``, the audit log
+``audit_events``), API keys (``api_keys``), plans and their quotas (``quota_usage``)
+and the request log (``request_logs``). The API's middleware authenticates through
+this face; every other context charges quotas and locks teams through it.
 """
 
 from __future__ import annotations
@@ -17,14 +17,22 @@ from mailbridge.services.accounts._api_keys import (
     revoke_api_key,
     update_api_key,
 )
+from mailbridge.services.accounts._audit import audit_view, list_audit
 from mailbridge.services.accounts._auth import Action, Principal, authenticate, bearer_token
 from mailbridge.services.accounts._invitations import (
     INVITATION_LIFETIME,
     accept_invitation,
     invite_member,
+    masked_address,
     open_invitation,
     pending_invitations,
     withdraw_invitation,
+)
+from mailbridge.services.accounts._member_sessions import (
+    list_sessions,
+    revoke_member_sessions,
+    revoke_session,
+    session_view,
 )
 from mailbridge.services.accounts._members import (
     change_role,
@@ -52,12 +60,14 @@ from mailbridge.services.accounts._request_logs import (
 )
 from mailbridge.services.accounts._sign_in import (
     MIN_PASSWORD_LENGTH,
+    change_password,
     hash_password,
     set_password,
     sign_in,
     sign_out,
 )
 from mailbridge.services.accounts._teams import (
+    Device,
     Role,
     count_teams,
     create_team,
@@ -72,6 +82,7 @@ __all__ = [
     "MIN_PASSWORD_LENGTH",
     "Action",
     "CapturedBody",
+    "Device",
     "LogEntry",
     "Permission",
     "Principal",
@@ -82,8 +93,10 @@ __all__ = [
     "accept_invitation",
     "add_team_member",
     "api_key_view",
+    "audit_view",
     "authenticate",
     "bearer_token",
+    "change_password",
     "change_role",
     "commit_charging",
     "count_teams",
@@ -93,11 +106,14 @@ __all__ = [
     "hash_password",
     "invite_member",
     "list_api_keys",
+    "list_audit",
     "list_logs",
     "list_members",
+    "list_sessions",
     "lock_teams",
     "locks_last",
     "log_view",
+    "masked_address",
     "member_by_email",
     "member_view",
     "open_invitation",
@@ -107,6 +123,9 @@ __all__ = [
     "remove_member",
     "resolve_team",
     "revoke_api_key",
+    "revoke_member_sessions",
+    "revoke_session",
+    "session_view",
     "set_password",
     "set_timezone",
     "sign_in",

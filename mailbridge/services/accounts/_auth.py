@@ -54,7 +54,9 @@ class Principal:
 
     def authorize(self, action: Action) -> None:
         if self.is_api_key:
-            if self.permission is Permission.SENDING_ACCESS and action is not Action.SEND:
+            # Only sending keys carry a domain; a domain alone would restrict a key too.
+            sends_only = self.permission is Permission.SENDING_ACCESS or self.domain is not None
+            if sends_only and action is not Action.SEND:
                 raise RestrictedApiKey()
             if action in (Action.DASHBOARD, Action.DASHBOARD_READ):
                 raise DashboardOnly()
@@ -66,6 +68,13 @@ class Principal:
 
     def may_send_from(self, domain: str) -> bool:
         return self.domain is None or self.domain == domain.lower()
+
+    def authorize_domain(self, domain: str) -> None:
+        """Refuse what a key limited to a domain reaches on another one of its team: an
+        email sent from there, say. The team's own mail, so ``restricted_api_key`` (the
+        spec's name for a key used beyond its scope) rather than a foreign id's 404."""
+        if not self.may_send_from(domain):
+            raise RestrictedApiKey(f"This API key is restricted to the domain {self.domain}.")
 
 
 def bearer_token(authorization: str | None) -> str:

@@ -1,8 +1,11 @@
 """Invitations: an owner or admin invites an address with a role; the link works once.
 
-The link carries a random token (kept only as its SHA-256); whoever opens it before it
-expires chooses a password and becomes the member, signed in. The role rules are those
-of changing a role: only an owner invites an owner.
+The link carries a random token (kept only as its SHA-256). Whoever opens it before it
+expires, and names the address it was sent to, chooses a password and becomes the
+member with that address, signed in: a link that leaked on its own (a forwarded chat,
+a screenshot) is not enough. The role rules are those of changing a role: nobody
+invites above their own role, only an owner invites an owner. Invitations, withdrawals
+and acceptances are in the team's audit log.
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock
 from mailbridge.errors import NotFound, ValidationError
+from mailbridge.services.accounts._audit import record_audit
 from mailbridge.services.accounts._members import may_touch
 from mailbridge.services.accounts._sign_in import hash_password
-from mailbridge.services.accounts._teams import Role, open_member_session
+from mailbridge.services.accounts._teams import Device, Role, open_member_session
 from mailbridge.storage.tables import Member, MemberInvitation, Team
 
 INVITATION_LIFETIME = timedelta(days=7)
@@ -55,6 +59,8 @@ async def invite_member(
         invited_by=invited_by, created_at=now, expires_at=now + INVITATION_LIFETIME,
     )  # fmt: skip
     session.add(invitation)
+    await record_audit(session, clock, team_id, invited_by, "member.invited", address,
+                       role=role.value)  # fmt: skip
     await session.commit()
     return invitation, token
 
@@ -75,8 +81,9 @@ async def pending_invitations(
 
 
 async def withdraw_invitation(
-    session: AsyncSession, team_id: str, actor: Role | None, invitation_id: str
-) -> None:
+    session: AsyncSession, clock: Clock, team_id: str, actor: Role | None,
+    actor_member_id: str | None, invitation_id: str,
+) -> None:  # fmt: skip
     invitation = await session.scalar(
         select(MemberInvitation).where(
             MemberInvitation.team_id == team_id, MemberInvitation.id == invitation_id
@@ -85,6 +92,8 @@ async def withdraw_invitation(
     if invitation is None:
         raise NotFound("Invitation not found.")
     may_touch(actor, Role(invitation.role), None)
+    await record_audit(session, clock, team_id, actor_member_id, "invitation.withdrawn",
+                       invitation.email, role=invitation.role)  # fmt: skip
     await session.delete(invitation)
     await session.commit()
 
@@ -108,12 +117,22 @@ async def open_invitation(
     return invitation, team
 
 
+def masked_address(address: str) -> str:
+    """``a…@example.com``: enough for the invited person to recognise, not to learn."""
+    local, _, domain = address.rpartition("@")
+    return f"{local[:1]}…@{domain}"
+
+
 async def accept_invitation(
-    session: AsyncSession, clock: Clock, token: str, password: str
-) -> tuple[Member, str]:
-    """Make the invited member with ``password``; the member and a session token."""
-    password_hash = await hash_password(password)
+    session: AsyncSession, clock: Clock, token: str, email: str, password: str,
+    device: Device | None = None,
+) -> tuple[Member, str]:  # fmt: skip
+    """Make the invited member with ``password``, when ``email`` is the invited address;
+    the member and a session token."""
     invitation, _team = await open_invitation(session, clock, token)
+    if email.strip().lower() != invitation.email:
+        raise ValidationError("This invitation was sent to another address.")
+    password_hash = await hash_password(password)
     now = clock.now()
     invitation.accepted_at = now
     member = Member(
@@ -126,4 +145,7 @@ async def accept_invitation(
     except IntegrityError:
         await session.rollback()
         raise ValidationError(f"{invitation.email} is a member already.") from None
-    return member, await open_member_session(session, clock, member)
+    await record_audit(session, clock, invitation.team_id, member.id, "invitation.accepted",
+                       member.email, role=member.role,
+                       client_address=device.address if device else None)  # fmt: skip
+    return member, await open_member_session(session, clock, member, device)

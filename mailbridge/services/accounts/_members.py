@@ -2,7 +2,8 @@
 
 Owners and admins manage members; only an owner makes or unmakes an owner; a team always
 keeps one owner (the last cannot be demoted or removed). A removed member's sessions end
-at once (they go with the member; the caller forgets cached principals).
+at once (they go with the member; the caller forgets cached principals). Each change is
+in the team's audit log (``_audit``).
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from mailbridge.clock import isoformat_ms
+from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import NotFound, RoleTooLow, ValidationError
+from mailbridge.services.accounts._audit import record_audit
 from mailbridge.services.accounts._teams import Role
 from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.tables import Member
@@ -23,7 +25,7 @@ async def list_members(session: AsyncSession, team_id: str, page: PageRequest) -
     return await paginate(session, select(Member).where(Member.team_id == team_id), Member, page)
 
 
-async def _member(session: AsyncSession, team_id: str, member_id: str) -> Member:
+async def team_member(session: AsyncSession, team_id: str, member_id: str) -> Member:
     found = await session.scalar(
         select(Member).where(Member.team_id == team_id, Member.id == member_id)
     )
@@ -58,26 +60,33 @@ def may_touch(actor: Role | None, before: Role, after: Role | None) -> None:
 
 
 async def change_role(
-    session: AsyncSession, team_id: str, actor: Role | None, member_id: str, role: Role
-) -> Member:
-    member = await _member(session, team_id, member_id)
+    session: AsyncSession, clock: Clock, team_id: str, actor: Role | None,
+    actor_member_id: str | None, member_id: str, role: Role,
+) -> Member:  # fmt: skip
+    member = await team_member(session, team_id, member_id)
     before = Role(member.role)
     may_touch(actor, before, role)
     if before is Role.OWNER and role is not Role.OWNER and await _owners(session, team_id) <= 1:
         raise ValidationError("The last owner keeps the role; make another owner first.")
     member.role = role.value
+    if before is not role:
+        await record_audit(session, clock, team_id, actor_member_id, "member.role_changed",
+                           member.email, old=before.value, new=role.value)  # fmt: skip
     await session.commit()
     return member
 
 
 async def remove_member(
-    session: AsyncSession, team_id: str, actor: Role | None, member_id: str
-) -> Member:
-    member = await _member(session, team_id, member_id)
+    session: AsyncSession, clock: Clock, team_id: str, actor: Role | None,
+    actor_member_id: str | None, member_id: str,
+) -> Member:  # fmt: skip
+    member = await team_member(session, team_id, member_id)
     before = Role(member.role)
     may_touch(actor, before, None)
     if before is Role.OWNER and await _owners(session, team_id) <= 1:
         raise ValidationError("The last owner cannot be removed; make another owner first.")
+    await record_audit(session, clock, team_id, actor_member_id, "member.removed",
+                       member.email, role=before.value)  # fmt: skip
     await session.delete(member)
     await session.commit()
     return member

@@ -4,6 +4,11 @@ Every authenticated API request is recorded. Entries are buffered in memory and
 written in groups (one commit for many requests), so logging never puts a database
 commit on the request's own path; GET /logs flushes first, so a caller always sees
 its own earlier requests.
+
+Nothing secret is stored: the path, the query string and both bodies go through
+``mailbridge.redaction`` (secret-named fields, and the shapes of keys, sessions, webhook
+secrets, invitation and signed links) when the entry is written. A view-only member
+reads this log; an invitation link in it would make them an admin.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from sqlalchemy import delete, insert, select, update
 
 from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import NotFound
+from mailbridge.redaction import JSON_HINTS, mask_text, redact, redact_query
 from mailbridge.storage.database import Database
 from mailbridge.storage.outages import describe, is_unavailable
 from mailbridge.storage.pagination import Page, PageRequest, paginate
@@ -33,15 +39,10 @@ from mailbridge.storage.types import new_id
 logger = logging.getLogger(__name__)
 
 MAX_STORED_BODY = 16 * 1024
+MAX_STORED_PATH = 2048  # the column's size; masking may lengthen a path
 FLUSH_CHUNK = 50
-REDACTED = "[redacted]"
-SECRET_KEY = re.compile(r"token|secret|password|passwd|api_?key|authorization|signing", re.I)
-# What could make redaction change a raw body: SECRET_KEY's words, a bulky key, or a
-# ``\u`` escape that could spell either (non-ASCII bodies are always walked).
-MAY_NEED_REDACTION = re.compile(
-    rb"token|secret|passw(?:or)?d|api_?key|authorization|signing|content|\\u"
-)  # searched in the lower-cased body: IGNORECASE costs five times more
-BULKY_KEYS = {"content"}  # attachment payloads: their size is kept, not their bytes
+BULKY_KEYS = frozenset({"content"})  # attachment payloads: their size is kept, not their bytes
+BULKY_HINT = b"content"
 
 
 @dataclass  # not frozen: a frozen dataclass's __init__ costs several times more, per request
@@ -60,9 +61,11 @@ class LogEntry:
     created_at: datetime
 
     def row(self) -> dict[str, Any]:
-        """The stored row; bodies are redacted here, off the request's own path."""
+        """The stored row; redacted here, off the request's own path."""
         values = dict(self.__dict__)
         values["id"] = new_id()
+        values["path"] = mask_text(self.path)[:MAX_STORED_PATH]
+        values["query"] = redact_query(self.query) if self.query else self.query
         values["request_body"] = self.request_body.redacted()
         values["response_body"] = self.response_body.redacted()
         return values
@@ -81,25 +84,17 @@ SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def _redact(value: Any) -> Any:
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if SECRET_KEY.search(str(key)):
-                out[key] = REDACTED
-            elif key in BULKY_KEYS and isinstance(item, str) and len(item) > 256:
-                out[key] = f"[{len(item)} characters omitted]"
-            else:
-                out[key] = _redact(item)
-        return out
-    if isinstance(value, list):
-        return [_redact(item) for item in value]
-    return value
+    return redact(value, BULKY_KEYS)
 
 
 def _may_need_redaction(raw: bytes) -> bool:
-    """False when no key of ``raw`` can be secret or bulky: none of those words appears
-    anywhere in it, and neither a ``\\u`` escape nor a non-ASCII letter could spell one."""
-    return not raw.isascii() or MAY_NEED_REDACTION.search(raw.lower()) is not None
+    """False when redaction cannot change ``raw``: no secret name or shape, no bulky key,
+    no escape that could spell one (``mailbridge.redaction.JSON_HINTS``), and ASCII only
+    (a non-ASCII letter may fold to a secret name's)."""
+    if not raw.isascii():
+        return True
+    lowered = raw.lower()  # searched lower-cased: IGNORECASE costs five times more
+    return BULKY_HINT in lowered or JSON_HINTS.search(lowered) is not None
 
 
 def redact_body(raw: bytes, truncated: bool = False) -> str | None:

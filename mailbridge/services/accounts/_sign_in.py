@@ -5,7 +5,9 @@ second recommendation); a hash made with older parameters is upgraded at the nex
 sign-in. Hashing takes tens of milliseconds of CPU, so it runs in a worker thread, and
 an unknown address costs the same work as a known one (a dummy hash is verified), so
 timing does not tell which addresses are members. Signing in opens a member session
-(``mbs_…``, the token the dashboard's cookie carries); signing out revokes it.
+(``mbs_…``, the token the dashboard's cookie carries); signing out revokes it. Sessions
+follow the password: an operator's reset ends every session of the member, a change
+the member makes ends all but the session that made it (``_member_sessions``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.clock import Clock
 from mailbridge.errors import ValidationError
 from mailbridge.services.accounts import _tokens as tokens
-from mailbridge.services.accounts._teams import MEMBER_SESSION_KIND, open_member_session
+from mailbridge.services.accounts._audit import record_audit
+from mailbridge.services.accounts._member_sessions import revoke_member_sessions
+from mailbridge.services.accounts._teams import MEMBER_SESSION_KIND, Device, open_member_session
 from mailbridge.storage.tables import Member, MemberSession, Team
 
 MIN_PASSWORD_LENGTH = 10
@@ -54,14 +58,42 @@ def _verify(stored: str | None, password: str) -> bool:
         return False
 
 
-async def set_password(session: AsyncSession, member: Member, password: str) -> None:
+async def set_password(
+    session: AsyncSession, clock: Clock, member: Member, password: str,
+    actor_member_id: str | None = None,
+) -> int:  # fmt: skip
+    """A reset (the member forgot it): every session of the member ends; how many did."""
     member.password_hash = await hash_password(password)
+    await record_audit(session, clock, member.team_id, actor_member_id, "member.password_reset",
+                       member.email)  # fmt: skip
+    ended = await revoke_member_sessions(session, clock, member, actor_member_id)
     await session.commit()
+    return ended
+
+
+async def change_password(
+    session: AsyncSession, clock: Clock, member_id: str, current: str, password: str,
+    current_session: str,
+) -> int:  # fmt: skip
+    """The member's own change: their password is checked, every other session ends;
+    how many did. A wrong current password is a ``validation_error``."""
+    member = await session.get(Member, member_id)
+    if member is None:
+        raise ValidationError("No such member.")
+    if not await asyncio.to_thread(_verify, member.password_hash, current[:MAX_PASSWORD_LENGTH]):
+        raise ValidationError("The current password is wrong.")
+    member.password_hash = await hash_password(password)
+    await record_audit(session, clock, member.team_id, member.id, "member.password_changed",
+                       member.email)  # fmt: skip
+    ended = await revoke_member_sessions(session, clock, member, member.id, keep=current_session)
+    await session.commit()
+    return ended
 
 
 async def sign_in(
-    session: AsyncSession, clock: Clock, email: str, password: str, team: str | None = None
-) -> tuple[Member, str] | None:
+    session: AsyncSession, clock: Clock, email: str, password: str, team: str | None = None,
+    device: Device | None = None,
+) -> tuple[Member, str] | None:  # fmt: skip
     """The member and a new session token, or None when the address and password do not
     match a member (of ``team``, a name or id, when given; else the member's first team
     by age)."""
@@ -82,7 +114,7 @@ async def sign_in(
         if await asyncio.to_thread(_verify, member.password_hash, password):
             if member.password_hash and _hasher.check_needs_rehash(member.password_hash):
                 member.password_hash = await hash_password(password)
-            return member, await open_member_session(session, clock, member)
+            return member, await open_member_session(session, clock, member, device)
     return None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -94,7 +95,17 @@ async def add_member(
     return member, token
 
 
-async def open_member_session(session: AsyncSession, clock: Clock, member: Member) -> str:
+@dataclass(frozen=True)
+class Device:
+    """Where a session is opened from, as the client says (for the member's session list)."""
+
+    user_agent: str | None = None
+    address: str | None = None
+
+
+async def open_member_session(
+    session: AsyncSession, clock: Clock, member: Member, device: Device | None = None
+) -> str:
     issued = tokens.issue(MEMBER_SESSION_KIND)
     now = clock.now()
     session.add(
@@ -104,6 +115,8 @@ async def open_member_session(session: AsyncSession, clock: Clock, member: Membe
             token_hash=issued.digest,
             created_at=now,
             expires_at=now + MEMBER_SESSION_LIFETIME,
+            user_agent=device.user_agent[:255] if device and device.user_agent else None,
+            client_address=device.address[:64] if device and device.address else None,
         )
     )
     await session.commit()

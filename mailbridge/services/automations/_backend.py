@@ -96,19 +96,20 @@ def run_event_data(run: Run) -> dict[str, Any]:
 
 
 class SQLAutomations:
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncSession, domain: str | None = None) -> None:
         self.session = session
+        self._domain = domain
         self._refs: dict[str, AutomationRef | None] = {}
 
     async def triggered_by(self, team_id: str, event_name: str) -> list[AutomationRef]:
-        rows = await self.session.scalars(
-            select(Automation).where(
-                Automation.team_id == team_id,
-                Automation.trigger_event == event_name,
-                Automation.status == "enabled",
-            )
+        query = select(Automation).where(
+            Automation.team_id == team_id,
+            Automation.trigger_event == event_name,
+            Automation.status == "enabled",
         )
-        return [automation_ref(row) for row in rows]
+        if self._domain is not None:
+            query = query.where(Automation.domain == self._domain)
+        return [automation_ref(row) for row in await self.session.scalars(query)]
 
     async def get(self, automation_id: str) -> AutomationRef | None:
         if automation_id not in self._refs:
@@ -133,10 +134,12 @@ class SQLRuns:
         session: AsyncSession,
         now: Callable[[], datetime],
         on_claim: Callable[[list[str]], None] = lambda contact_ids: None,
+        domain: str | None = None,
     ) -> None:
         self.session = session
         self._now = now
         self._on_claim = on_claim
+        self._domain = domain
         self._new: dict[str, dict[str, Any]] = {}  # runs started in this transaction
         self._changed: dict[str, dict[str, Any]] = {}
         self._was_active: dict[str, bool] = {}
@@ -198,6 +201,9 @@ class SQLRuns:
             AutomationRun.waiting_event == event_name,
             AutomationRun.status == "running",
         )
+        if self._domain is not None:
+            on_domain = select(Automation.id).where(Automation.domain == self._domain)
+            query = query.where(AutomationRun.automation_id.in_(on_domain))
         if _is_postgres(self.session):
             query = query.with_for_update()
         return self._claimed(list(await self.session.scalars(query)))
@@ -314,12 +320,18 @@ class SQLRuns:
 
 
 class SQLTransaction:
-    def __init__(self, session: AsyncSession, context: ServiceContext) -> None:
+    """With ``domain``, events start and resume only the automations of that domain (an
+    automation's send steps all send from its domain: the graph check makes sure), and a
+    contact an enrolment makes is news (``contact.created``) for that domain's only."""
+
+    def __init__(
+        self, session: AsyncSession, context: ServiceContext, *, domain: str | None = None
+    ) -> None:
         self.session = session
         self.context = context
-        self.automations = SQLAutomations(session)
-        self.contacts = SQLContacts(session, context)
-        self.runs = SQLRuns(session, context.clock.now, self.contacts.expect)
+        self.automations = SQLAutomations(session, domain)
+        self.contacts = SQLContacts(session, context, domain)
+        self.runs = SQLRuns(session, context.clock.now, self.contacts.expect, domain)
         self.mailer = SQLMailer(session, context)
 
     async def flush(self) -> bool:
@@ -347,15 +359,16 @@ class SQLTransaction:
 
 
 class SQLBackend:
-    """The engine's backend on mailbridge's database."""
+    """The engine's backend on mailbridge's database (``domain``: see SQLTransaction)."""
 
-    def __init__(self, context: ServiceContext) -> None:
+    def __init__(self, context: ServiceContext, *, domain: str | None = None) -> None:
         self.context = context
+        self.domain = domain
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[SQLTransaction]:
         async with self.context.database.session() as session:
-            yield SQLTransaction(session, self.context)
+            yield SQLTransaction(session, self.context, domain=self.domain)
 
 
 def sql_engine(context: ServiceContext) -> Engine:

@@ -91,8 +91,13 @@ class BuiltInTriggers:
             return
         if self._engine is None:
             self._engine = sql_engine(context)
-        tx = SQLTransaction(session, context)
+        transactions: dict[str | None, SQLTransaction] = {}
         for activity in wanted:
+            # Activity a domain-limited key caused reaches only that domain's automations.
+            scope = activity.scope_domain
+            if scope not in transactions:
+                transactions[scope] = SQLTransaction(session, context, domain=scope)
+            tx = transactions[scope]
             for event in events_of(activity):
                 try:
                     emitted = await self._engine.emit_in(tx, event)
@@ -100,7 +105,8 @@ class BuiltInTriggers:
                     logger.warning("team %s: automation run quota used up", event.team_id)
                     continue
                 self._touched = self._touched or bool(emitted.started or emitted.resumed)
-        await tx.flush()
+        for tx in transactions.values():
+            await tx.flush()
 
     def dispatched(self) -> None:
         if self._touched and self._on_runs is not None:

@@ -53,7 +53,10 @@ def contact_dict(contact: Contact) -> ContactView:
 
 
 class SQLContacts:
-    def __init__(self, session: AsyncSession, context: ServiceContext) -> None:
+    def __init__(
+        self, session: AsyncSession, context: ServiceContext, scope_domain: str | None = None
+    ) -> None:
+        self._scope_domain = scope_domain  # a contact made here is that domain's news only
         self.session = session
         self.context = context
         self._rows: dict[str, Contact | None] = {}
@@ -127,7 +130,7 @@ class SQLContacts:
             await self.session.flush()
             record_event(
                 self.session, self.context.clock, automation.team_id, "contact.created",
-                event_data(row),
+                event_data(row), scope_domain=self._scope_domain,
             )  # fmt: skip
         if row is None:
             return None

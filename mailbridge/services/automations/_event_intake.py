@@ -3,7 +3,9 @@
 In one transaction the engine starts a run of every enabled automation the event
 triggers (creating the contact in the automation's audience for a new address) and
 makes due every run of the contact waiting for it; the runner takes it from there.
-A payload is checked against the event's definition when one exists.
+A payload is checked against the event's definition when one exists. A key limited to
+a domain starts and resumes only the automations of its domain; others it does not see
+(202 all the same).
 """
 
 from __future__ import annotations
@@ -63,7 +65,9 @@ async def send_event(
     if name.startswith(BUILT_IN_PREFIXES):
         raise ValidationError(f"`{name}` is a built-in event; mailbridge emits it itself.")
     email = normalize_email(request.email) if request.email is not None else None
-    backend = SQLBackend(context)
+    # A key limited to a domain reaches only that domain's automations: another's would
+    # mail, from there, whomever the event names.
+    backend = SQLBackend(context, domain=principal.domain)
     async with backend.transaction() as tx:
         session = tx.session
         definition = await session.scalar(

@@ -17,6 +17,7 @@ from mailbridge.errors import (
     NotFound,
     ValidationError,
 )
+from mailbridge.mail.addresses import domain_of
 from mailbridge.services.accounts import Principal, QuotaLedger
 from mailbridge.services.context import ServiceContext
 from mailbridge.services.email import _idempotency as idempotency
@@ -157,24 +158,31 @@ async def send(
         raise
 
 
-async def _pending_email(context: ServiceContext, team_id: str, email_id: str) -> Email:
+async def _pending_email(context: ServiceContext, principal: Principal, email_id: str) -> Email:
     async with context.database.session() as session:
         email = None
         if is_uuid(email_id):
             email = await session.scalar(
-                select(Email).where(Email.id == email_id, Email.team_id == team_id)
+                select(Email).where(Email.id == email_id, Email.team_id == principal.team_id)
             )
     if email is None:
         raise NotFound("Email not found.")
+    # A key limited to a domain changes only the mail sent from it (its `from`).
+    principal.authorize_domain(domain_of(email.from_email))
     return email
 
 
 async def _transition(
-    context: ServiceContext, team_id: str, email_id: str, event: str, values: dict[str, Any]
+    context: ServiceContext,
+    principal: Principal,
+    email_id: str,
+    event: str,
+    values: dict[str, Any],
 ) -> None:
     """Change a pending email that no runner holds, with its event, or 422."""
     now = context.clock.now()
-    await _pending_email(context, team_id, email_id)
+    team_id = principal.team_id
+    await _pending_email(context, principal, email_id)
     async with context.database.session() as session:
         changed = await session.execute(
             update(Email)
@@ -200,12 +208,12 @@ async def reschedule(
 ) -> None:
     instant = parse_send_time(scheduled_at, context.clock.now())
     await _transition(
-        context, principal.team_id, email_id, "scheduled",
+        context, principal, email_id, "scheduled",
         {"scheduled_at": instant, "due_at": instant, "status": "scheduled"},
     )  # fmt: skip
 
 
 async def cancel(context: ServiceContext, principal: Principal, email_id: str) -> None:
     await _transition(
-        context, principal.team_id, email_id, "canceled", {"due_at": None, "status": "canceled"}
+        context, principal, email_id, "canceled", {"due_at": None, "status": "canceled"}
     )

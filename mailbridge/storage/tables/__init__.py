@@ -2,6 +2,7 @@
 
 from mailbridge.storage.tables.accounts import (
     ApiKey,
+    AuditEvent,
     Member,
     MemberInvitation,
     MemberSession,
@@ -48,6 +49,7 @@ __all__ = [
     "ActivityEvent",
     "ApiKey",
     "Audience",
+    "AuditEvent",
     "Automation",
     "AutomationRun",
     "AutomationRunStep",

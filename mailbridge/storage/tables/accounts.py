@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mailbridge.storage.tables.base import Base
@@ -68,6 +69,25 @@ class MemberSession(Base):
     created_at: Mapped[datetime]
     expires_at: Mapped[datetime]
     revoked_at: Mapped[datetime | None]
+    # Where it was opened, for the member's list of sessions (the client's own words).
+    user_agent: Mapped[str | None] = mapped_column(String(255))
+    client_address: Mapped[str | None] = mapped_column(String(64))
+
+
+class AuditEvent(Base):
+    """Who changed a team's members or roles, what, and when (readable by owners)."""
+
+    __tablename__ = "audit_events"
+    __table_args__ = (Index("ix_audit_events_team_created", "team_id", "created_at", "id"),)
+
+    id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True, default=new_id)
+    team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    actor_member_id: Mapped[str | None] = mapped_column(IdColumnType())
+    actor: Mapped[str] = mapped_column(String(320))  # a member's address, or "operator"
+    action: Mapped[str] = mapped_column(String(64))  # member.invited, member.role_changed, ...
+    subject: Mapped[str] = mapped_column(String(320))  # the address it was about
+    data: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime]
 
 
 class ApiKey(Base):

@@ -35,6 +35,9 @@ class ActivityEvent(Base):
     id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True, default=new_id)
     team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
     type: Mapped[str] = mapped_column(String(100))
+    # Set when a key limited to this domain caused the event (a contact its event made):
+    # it then starts and resumes only that domain's automations.
+    scope_domain: Mapped[str | None] = mapped_column(String(253))
     data: Mapped[dict[str, Any]]
     created_at: Mapped[datetime]
     dispatched_at: Mapped[datetime | None]
