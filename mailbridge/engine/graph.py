@@ -7,7 +7,10 @@ The *public* vocabulary is what create, retrieve and update speak: a trigger ste
 ``wait``, flattened send config); :mod:`mailbridge.engine.vocabulary` converts.
 
 Both are plain frozen dataclasses: the engine reads graphs far more often than it
-builds them, and a stored graph is shared by every run on its version.
+builds them, and a stored graph is shared by every run on its version. Which step types
+and connection types a graph may use is not fixed here: the
+:class:`~mailbridge.engine.vocabulary.Vocabulary` the engine is handed says (each step
+kind brings the connection types that may leave it).
 """
 
 from __future__ import annotations
@@ -16,17 +19,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-CONNECTION_TYPES = ("default", "condition_met", "condition_not_met", "timeout", "event_received")
-STEP_TYPES = (
-    "send_email",
-    "delay",
-    "wait_for_event",
-    "condition",
-    "contact_update",
-    "contact_delete",
-    "add_to_segment",
-)
 MAX_STEPS = 150
+TRIGGER_EDGES = frozenset({"default"})  # what may leave the trigger, whatever the vocabulary
 
 
 @dataclass(frozen=True)

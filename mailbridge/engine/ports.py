@@ -58,7 +58,9 @@ class AutomationRef:
 
 @dataclass(frozen=True)
 class Event:
-    """Something that happened to a contact: a custom event or a built-in one."""
+    """Something that happened to a contact: a custom event or a built-in one. An
+    embedding program emits its own; mailbridge's come from ``mailbridge.triggers``
+    (activity it records, and ``POST /events/send``), where the whole path is mapped."""
 
     team_id: str
     name: str
@@ -236,7 +238,10 @@ class StepKind(Protocol):
 
     @property
     def edges(self) -> frozenset[str]:
-        """The connection types that may leave a step of this type."""
+        """The connection types that may leave a step of this type (none: the run ends
+        there). A kind may bring types of its own (``high``, ``approved``): a vocabulary's
+        connection types are its kinds' edges and ``default``. :meth:`execute` names the
+        one to follow in :class:`~mailbridge.engine.runs.Next`."""
         ...
 
     def check(self, config: object, references: References) -> list[str]:

@@ -6,6 +6,11 @@ steps; known types with valid configs (published templates, existing segments,
 durations up to 30 days); connections between existing keys, of a type the source
 step allows, at most one of a type out of a step, none into the trigger or out of a
 terminal step; no cycles; every step reachable from the trigger.
+
+What is known is the :class:`~mailbridge.engine.vocabulary.Vocabulary`'s: its step types,
+its connection types, and for each kind the ``edges`` that may leave it (the trigger:
+``default``; a kind with none is terminal). Nothing about step or connection types is
+fixed here, so a kind an embedding program adds brings its own edges.
 """
 
 from __future__ import annotations
@@ -17,7 +22,14 @@ from typing import Any
 
 import networkx as nx
 
-from mailbridge.engine.graph import CONNECTION_TYPES, MAX_STEPS, Connection, Graph, Step, Trigger
+from mailbridge.engine.graph import (
+    MAX_STEPS,
+    TRIGGER_EDGES,
+    Connection,
+    Graph,
+    Step,
+    Trigger,
+)
 from mailbridge.engine.ports import References
 from mailbridge.engine.vocabulary import Vocabulary
 
@@ -84,7 +96,7 @@ def _parse_steps(vocabulary: Vocabulary, raw: object, problems: list[Problem]) -
             step_id = item.get("id")
             parsed.steps.append((key, kind, config, step_id if isinstance(step_id, str) else None))
         else:
-            known = ", ".join(vocabulary.by_public)
+            known = ", ".join(vocabulary.step_types)
             problems.append(Problem(key, f"unknown step type {kind!r} (one of {known})"))
     if triggers != 1:
         problems.append(Problem(None, f"a graph has exactly one trigger step, not {triggers}"))
@@ -93,7 +105,9 @@ def _parse_steps(vocabulary: Vocabulary, raw: object, problems: list[Problem]) -
     return parsed
 
 
-def _parse_connections(raw: object, keys: set[str], problems: list[Problem]) -> list[Connection]:
+def _parse_connections(
+    vocabulary: Vocabulary, raw: object, keys: set[str], problems: list[Problem]
+) -> list[Connection]:
     if raw is None:
         return []
     if not isinstance(raw, list):
@@ -107,10 +121,9 @@ def _parse_connections(raw: object, keys: set[str], problems: list[Problem]) -> 
         if not isinstance(source, str) or not isinstance(target, str):
             problems.append(Problem(f"connections[{index}]", "needs `from` and `to` step keys"))
             continue
-        if kind not in CONNECTION_TYPES:
-            problems.append(
-                Problem(source, f"connection type {kind!r} is not one of {CONNECTION_TYPES}")
-            )
+        if kind not in vocabulary.connection_types:
+            known = vocabulary.connection_types
+            problems.append(Problem(source, f"connection type {kind!r} is not one of {known}"))
             continue
         missing = [key for key in (source, target) if key not in keys]
         if missing:
@@ -126,7 +139,7 @@ def _check_edges(vocabulary: Vocabulary, parsed: _Parsed, problems: list[Problem
     assert parsed.trigger is not None
     allowed = {key: vocabulary.by_public[kind].edges for key, kind, _, _ in parsed.steps}
     for key in parsed.trigger_keys:  # a second trigger is reported already; do not crash on it
-        allowed[key] = frozenset({"default"})
+        allowed[key] = TRIGGER_EDGES
     seen: set[tuple[str, str]] = set()
     for connection in parsed.connections:
         source = connection.source
@@ -168,14 +181,13 @@ def build(
     previous: Graph | None = None,
     new_id: Callable[[], str] = _new_id,
 ) -> Graph:
-    """The stored-vocabulary graph of a public ``steps`` + ``connections`` (step types
-    from ``vocabulary``), or
-    :class:`GraphInvalid` naming every problem. Steps keep the ids they had in
-    ``previous`` (matched by key)."""
+    """The stored-vocabulary graph of a public ``steps`` + ``connections`` (step and
+    connection types from ``vocabulary``), or :class:`GraphInvalid` naming every problem.
+    Steps keep the ids they had in ``previous`` (matched by key)."""
     problems: list[Problem] = []
     parsed = _parse_steps(vocabulary, steps, problems)
     keys = {key for key, _, _, _ in parsed.steps} | set(parsed.trigger_keys)
-    parsed.connections = _parse_connections(connections, keys, problems)
+    parsed.connections = _parse_connections(vocabulary, connections, keys, problems)
     for key, kind, config, _ in parsed.steps:
         problems.extend(
             Problem(key, message)

@@ -1,29 +1,55 @@
-"""The public <-> stored vocabulary of steps (spec §2.2 "Stored step").
+"""The step kinds an engine knows, and the public <-> stored vocabulary of steps (spec
+§2.2 "Stored step").
 
 A :class:`Vocabulary` is the set of step kinds an engine knows (``mailbridge.steps``
-builds the default one, ``VOCABULARY``); it converts steps and graphs between the two
-vocabularies. Stored → public is pure. Public → stored needs the published templates a
-send step names (their content is snapshotted), so it goes through
+builds the default one, ``VOCABULARY``; an embedding program may add kinds of its own,
+see ``examples/custom_step.py``). Everything a graph may say comes from it: the step
+types (:attr:`Vocabulary.step_types`), the connection types that may leave a step of
+each (the kind's ``edges``) and so the connection types a graph may use at all
+(:attr:`Vocabulary.connection_types`: ``default``, which leaves the trigger, and every
+kind's edges).
+
+It converts steps and graphs between the two vocabularies. Stored → public is pure.
+Public → stored needs the published templates a send step names (their content is
+snapshotted), so it goes through
 :meth:`Vocabulary.step_to_stored` with :class:`~mailbridge.engine.ports.References`;
 whole graphs are checked and converted by :func:`mailbridge.engine.validation.build`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from mailbridge.engine.graph import Graph, Step
+from mailbridge.engine.graph import TRIGGER_EDGES, Graph, Step
 from mailbridge.engine.ports import References, StepKind
 
 
 class Vocabulary:
-    """The step kinds an engine knows, by their public and their stored names."""
+    """The step kinds an engine knows, by their public and their stored names.
 
-    def __init__(self, kinds: Iterable[StepKind]) -> None:
+    ``edge_order`` only says how :attr:`connection_types` lists the connection types
+    (messages name them in that order); the kinds say which there are. ``default`` comes
+    first, then those ``edge_order`` names, then the others sorted; a name no kind
+    declares is left out.
+    """
+
+    def __init__(self, kinds: Iterable[StepKind], *, edge_order: Sequence[str] = ()) -> None:
         self.kinds = tuple(kinds)
-        self.by_public: dict[str, StepKind] = {kind.name: kind for kind in self.kinds}
-        self.by_stored: dict[str, StepKind] = {kind.stored_name: kind for kind in self.kinds}
+        self.by_public: dict[str, StepKind] = {}
+        self.by_stored: dict[str, StepKind] = {}
+        for kind in self.kinds:
+            if kind.name == "trigger" or kind.name in self.by_public:
+                raise ValueError(f"a step kind cannot be named {kind.name!r}: it is taken")
+            if kind.stored_name in self.by_stored:
+                raise ValueError(f"two step kinds are stored as {kind.stored_name!r}")
+            self.by_public[kind.name] = kind
+            self.by_stored[kind.stored_name] = kind
+        self.step_types: tuple[str, ...] = tuple(self.by_public)
+        declared = set(TRIGGER_EDGES).union(*(kind.edges for kind in self.kinds))
+        first = [*sorted(TRIGGER_EDGES), *edge_order]
+        listed = tuple(dict.fromkeys(name for name in first if name in declared))
+        self.connection_types: tuple[str, ...] = listed + tuple(sorted(declared - set(listed)))
 
     def public_type(self, stored_type: str) -> str:
         return self.by_stored[stored_type].name

@@ -20,6 +20,9 @@ ALL: tuple[StepKind, ...] = (
 )  # fmt: skip
 BY_PUBLIC_NAME: dict[str, StepKind] = {kind.name: kind for kind in ALL}
 BY_STORED_NAME: dict[str, StepKind] = {kind.stored_name: kind for kind in ALL}
-VOCABULARY = Vocabulary(ALL)  # what mailbridge's engine runs
+# What mailbridge's engine runs; messages list the connection types in spec §2.2's order.
+VOCABULARY = Vocabulary(
+    ALL, edge_order=("default", "condition_met", "condition_not_met", "timeout", "event_received")
+)
 
 __all__ = ["ALL", "BY_PUBLIC_NAME", "BY_STORED_NAME", "VOCABULARY", "Execution", "StepKind"]

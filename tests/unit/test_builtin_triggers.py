@@ -1,4 +1,4 @@
-"""Which engine events an activity row stands for."""
+"""Which engine events an activity row stands for (``mailbridge.triggers.activity``)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mailbridge.engine import Event
-from mailbridge.services.automations._builtin_triggers import events_of
 from mailbridge.storage.tables import ActivityEvent
+from mailbridge.triggers import events_of
 
 
 def activity(type: str, data: dict[str, Any]) -> ActivityEvent:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import mailbridge
 from mailbridge.engine import Graph, MemoryReferences, TemplateContent, build
 from mailbridge.engine.conditions import OPERATORS, UNARY, parse_rule
-from mailbridge.engine.graph import CONNECTION_TYPES, STEP_TYPES, Connection, Step, Trigger
+from mailbridge.engine.graph import Connection, Step, Trigger
 from mailbridge.engine.vocabulary import stored_view
 from mailbridge.steps import ALL, BY_PUBLIC_NAME, BY_STORED_NAME, VOCABULARY
 
@@ -36,7 +36,8 @@ def test_type_names(public: str, stored: str) -> None:
 
 
 def test_every_step_type_has_one_kind() -> None:
-    assert sorted(kind.name for kind in ALL) == sorted(STEP_TYPES) == sorted(STORED_NAMES)
+    assert sorted(kind.name for kind in ALL) == sorted(VOCABULARY.step_types)
+    assert sorted(VOCABULARY.step_types) == sorted(STORED_NAMES)
 
 
 # -- strategies --------------------------------------------------------------------------
@@ -343,7 +344,7 @@ def test_graph_from_dict_defaults_the_connection_type() -> None:
     )
     assert graph.next_key("t") == "d"
     assert graph.next_key("t", "timeout") is None
-    assert "default" in CONNECTION_TYPES
+    assert "default" in VOCABULARY.connection_types
 
 
 @given(rules)

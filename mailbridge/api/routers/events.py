@@ -14,7 +14,6 @@ from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
 from mailbridge.api.openapi import json_body
 from mailbridge.services import automations
 from mailbridge.services.automations import (
-    BUILT_IN_PREFIXES,
     FIELD_PATTERN,
     FIELD_TYPES,
     MAX_DESCRIPTION_LENGTH,
@@ -22,6 +21,7 @@ from mailbridge.services.automations import (
     MAX_FIELDS,
     event_definition_view,
 )
+from mailbridge.triggers import BUILT_IN_PREFIXES
 from mailbridge.wire import END, SPACE, UUID_TEXT, declared
 
 router = APIRouter(tags=["events"])

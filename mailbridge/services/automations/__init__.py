@@ -2,8 +2,10 @@
 
 Owns ``automations``, ``automation_versions``, ``automation_runs``,
 ``automation_run_steps`` and ``event_definitions``; implements the engine's ports on
-the database (``sql_engine``), takes custom events (``POST /events/send``) and feeds
-built-in activity to the engine (``BuiltInTriggers``).
+the database (``sql_engine``) and the triggers' (``mailbridge.triggers``, where what
+starts a run is mapped): custom events in (``send_event``, ``POST /events/send``) and
+built-in activity fed to the engine (``BuiltInTriggers``, registered here with the
+webhooks context's activity dispatcher as the consumer after its fan-out).
 """
 
 from __future__ import annotations
@@ -27,9 +29,8 @@ from mailbridge.services.automations._automations import (
     update_automation,
 )
 from mailbridge.services.automations._backend import sql_engine
-from mailbridge.services.automations._builtin_triggers import BuiltInTriggers
+from mailbridge.services.automations._builtin_triggers import BuiltInTriggers, built_in_triggers
 from mailbridge.services.automations._event_definitions import (
-    BUILT_IN_PREFIXES,
     FIELD_PATTERN,
     FIELD_TYPES,
     MAX_DESCRIPTION_LENGTH,
@@ -60,9 +61,11 @@ from mailbridge.services.automations._steps import (
     find_step,
     update_step,
 )
+from mailbridge.services.webhooks import register_consumer
+
+register_consumer(BuiltInTriggers.name, built_in_triggers)
 
 __all__ = [
-    "BUILT_IN_PREFIXES",
     "FIELD_PATTERN",
     "FIELD_TYPES",
     "MAX_AUTOMATION_NAME_LENGTH",

@@ -24,8 +24,8 @@ from mailbridge.errors import NotFound, ValidationError
 from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.queries import is_uuid
 from mailbridge.storage.tables import EventDefinition
+from mailbridge.triggers import BUILT_IN_PREFIXES
 
-BUILT_IN_PREFIXES = ("email.", "contact.", "domain.", "automation.", "poll.")
 FIELD_TYPES = ("string", "number", "boolean", "date")
 MAX_NAME_LENGTH = 200
 MAX_DESCRIPTION_LENGTH = 1000

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock
-from mailbridge.engine.graph import CONNECTION_TYPES, Graph, Step
+from mailbridge.engine.graph import Graph, Step
 from mailbridge.errors import NotFound, ValidationError
 from mailbridge.services.automations._graphs import (
     DISABLE_FIRST,
@@ -119,8 +119,9 @@ async def add_step(
     automation, graph = await _open(session, team_id, automation_id)
     _editable(automation)
     kind = _kind(new.type)
-    if new.connection_type not in CONNECTION_TYPES:
-        raise ValidationError(f"`connection_type` must be one of {', '.join(CONNECTION_TYPES)}.")
+    if new.connection_type not in VOCABULARY.connection_types:
+        known = ", ".join(VOCABULARY.connection_types)
+        raise ValidationError(f"`connection_type` must be one of {known}.")
     public = VOCABULARY.public_view(graph)
     steps: list[dict[str, Any]] = public["steps"]
     connections: list[dict[str, Any]] = public["connections"]

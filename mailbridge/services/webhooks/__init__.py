@@ -1,9 +1,9 @@
 """Webhooks: subscriptions, the deliveries made for them, and activity dispatch.
 
 Owns ``webhooks`` and ``webhook_deliveries``, and hands every activity event, once, to
-its consumers (``default_consumers``: the webhook fan-out and the automations'
-built-in triggers). The runner's webhook worker claims deliveries and sends them with
-``WebhookSender``.
+its consumers (``default_consumers``: the webhook fan-out, then those other contexts
+registered with ``register_consumer`` — the automations' built-in triggers). The
+runner's webhook worker claims deliveries and sends them with ``WebhookSender``.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from mailbridge.services.webhooks._activity_dispatch import (
     any_undispatched,
     default_consumers,
     dispatch_batch,
+    register_consumer,
 )
 from mailbridge.services.webhooks._deliveries import RETRY_POLICY as WEBHOOK_RETRY_POLICY
 from mailbridge.services.webhooks._deliveries import (
@@ -66,6 +67,7 @@ __all__ = [
     "list_webhooks",
     "next_delivery_due_at",
     "record_outcomes",
+    "register_consumer",
     "release_deliveries",
     "replay_delivery",
     "update_webhook",

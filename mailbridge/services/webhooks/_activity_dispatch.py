@@ -17,7 +17,10 @@ process killed at any instant neither loses an event nor hands one out twice. A
 consumer that raises rolls the batch back; the dispatcher then tries the events one
 at a time so that one bad event holds up only itself (it is retried at every poll).
 
-The registry is :func:`default_consumers`; add a consumer there.
+Consumers are registered, not imported: this context's own fan-out comes first, then
+the consumer factories other contexts hand to :func:`register_consumer` from their face
+(the automations context: its built-in triggers) in the order their faces were loaded.
+So this context depends on none of them; they depend on its face.
 """
 
 from __future__ import annotations
@@ -61,23 +64,33 @@ class ActivityConsumer(Protocol):
         ...
 
 
+ConsumerFactory = Callable[[ServiceContext], ActivityConsumer]
+
+# The consumers of other contexts, by name, in the order they were registered.
+_registered: dict[str, ConsumerFactory] = {}
+
+
+def register_consumer(name: str, factory: ConsumerFactory) -> None:
+    """Have every dispatcher made from now on run ``factory(context)`` after the webhook
+    fan-out (and after the consumers registered before it). A context's face calls this
+    when it is imported; registering a name again replaces its factory in place."""
+    _registered[name] = factory
+
+
 def default_consumers(
     context: ServiceContext, *, on_webhook_deliveries: Callable[[], None] | None = None
 ) -> list[ActivityConsumer]:
     """The consumers every dispatcher runs, in order:
 
-    - ``webhooks`` (``services.webhook_fanout``): one delivery row per enabled webhook
-      subscribed to the event's type; ``on_webhook_deliveries`` wakes the webhook worker.
-    - ``automations`` (``triggers.builtin``): built-in events start and resume runs;
-      the runner in this process wakes when some did.
+    - ``webhooks`` (``_fanout.py``): one delivery row per enabled webhook subscribed to
+      the event's type; ``on_webhook_deliveries`` wakes the webhook worker.
+    - then each registered one — ``automations`` (``services.automations``, from its
+      face): built-in events start and resume runs; the runner in this process wakes
+      when some did.
     """
-    from mailbridge.services.automations import BuiltInTriggers
-
     return [
         WebhookFanout(on_added=on_webhook_deliveries),
-        # Runs started or resumed: the automation worker has work, and the dispatcher has
-        # their automation.run.started events.
-        BuiltInTriggers(on_runs=lambda: context.work_added("automations", "activity")),
+        *(factory(context) for factory in _registered.values()),
     ]
 
 
