@@ -73,21 +73,6 @@ class _Policy(Compat32):
         return super().fold_binary(name, value)
 
 
-_LINE_END = re.compile(r"\r\n|\r|\n")  # email.generator.NLCRE, which splits the lines
-
-
-class _Generator(BytesGenerator):
-    """``BytesGenerator`` that writes a text payload in one piece with its line ends
-    made CRLF: the library writes each line and each line end with a call of its own
-    (encoding each; ~50 calls for a short text and html message). The same bytes —
-    the library splits on the same expression and joins with the same line end
-    (tests/unit/test_compose_headers.py compares whole messages)."""
-
-    def _write_lines(self, lines: str) -> None:
-        if lines:
-            self.write(_LINE_END.sub(self._NL, lines))  # type: ignore[attr-defined]
-
-
 # 8bit: lets raw UTF-8 address headers through (see _addresses); bodies are ASCII anyway.
 _random = random.Random()
 _POLICY = _Policy(linesep="\r\n", max_line_length=78, cte_type="8bit")
@@ -179,7 +164,7 @@ def compose(
         message[name] = value
     message.set_payload(root.get_payload())
     buffer = io.BytesIO()
-    _Generator(buffer, mangle_from_=False, policy=_POLICY).flatten(message)
+    BytesGenerator(buffer, mangle_from_=False, policy=_POLICY).flatten(message)
     return buffer.getvalue()
 
 

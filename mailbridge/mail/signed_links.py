@@ -1,10 +1,12 @@
 """Links the service signs: the token scheme, and attachment download links.
 
-A token is ``<payload>.<mac>``, both base64url without padding; the MAC is
-HMAC-SHA256 (truncated to 128 bits) over a purpose name and the payload, keyed with
-the instance secret (``services.instance``). The purpose keeps tokens of one kind
-(an open pixel, a click, an unsubscribe, a download) from being replayed as another.
-Everything here is pure: the secret and the time are handed in.
+A token is itsdangerous's ``Signer`` output over the payload in base64url:
+``<payload>.<signature>``, HMAC-SHA256 keyed with the instance secret
+(``services.instance``) through a salt naming the purpose. The purpose keeps tokens of
+one kind (an open pixel, a click, an unsubscribe, a download) from being replayed as
+another. Payloads are compact bytes (ids as 16 bytes), which keeps links short; a link
+that expires carries its expiry in the payload, so the time is handed in like the
+secret and everything here stays pure.
 
 Every signed link lives under ``/t/``, the public part of the HTTP API, except the vote
 links of polls (``/polls/vote/<token>``), whose path names what they do.
@@ -18,42 +20,65 @@ import hashlib
 import hmac
 import uuid
 from datetime import UTC, datetime
+from functools import lru_cache
+
+from itsdangerous import Signer
+from itsdangerous.encoding import base64_decode, base64_encode
 
 LINK_PREFIX = "/t/"
 DOWNLOAD_PATH = LINK_PREFIX + "a/"
 VOTE_PATH = "/polls/vote/"
-MAC_BYTES = 16
 
 
-def _encode(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def _decode(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def _mac(secret: bytes, purpose: str, payload: bytes) -> bytes:
-    message = purpose.encode() + b"\x00" + payload
-    return hmac.new(secret, message, hashlib.sha256).digest()[:MAC_BYTES]
+@lru_cache(maxsize=64)
+def _signer(secret: bytes, purpose: str) -> Signer:
+    return Signer(
+        secret,
+        salt=f"mailbridge.link.{purpose}",
+        key_derivation="hmac",
+        digest_method=hashlib.sha256,
+    )
 
 
 def sign(secret: bytes, purpose: str, payload: bytes) -> str:
-    return f"{_encode(payload)}.{_encode(_mac(secret, purpose, payload))}"
+    return _signer(secret, purpose).sign(base64_encode(payload)).decode("ascii")
 
 
 def verify(secret: bytes, purpose: str, token: str) -> bytes | None:
-    """The payload of a token signed for ``purpose`` with ``secret``; None for anything else."""
-    encoded_payload, dot, encoded_mac = token.partition(".")
-    if not dot:
+    """The payload of a token signed for ``purpose`` with ``secret``; None for anything else.
+
+    The token is signed again from its payload and compared whole, in constant time:
+    ``Signer.unsign`` would also take other base64 spellings of the same signature, and
+    a link changed anywhere must be nobody's (a poll vote). Tokens of the scheme before
+    itsdangerous are still read: mail already sent carries them (``_legacy_payload``).
+    """
+    encoded, dot, _ = token.rpartition(".")
+    if dot and token.isascii():
+        expected = _signer(secret, purpose).sign(encoded)
+        if hmac.compare_digest(expected, token.encode("ascii")):
+            return base64_decode(encoded)
+    return _legacy_payload(secret, purpose, token)
+
+
+# The scheme before itsdangerous (signed until November 2026): ``<payload>.<mac>``,
+# both base64url without padding, the MAC HMAC-SHA256 over ``purpose NUL payload`` cut
+# to 16 bytes. Read only, never signed any more: click, open, unsubscribe and vote
+# links never expire and stay in mailboxes. docs/decisions.md says how long it stays.
+
+_LEGACY_MAC_BYTES = 16
+
+
+def _legacy_payload(secret: bytes, purpose: str, token: str) -> bytes | None:
+    encoded, dot, _ = token.partition(".")
+    if not dot or not token.isascii():
         return None
     try:
-        payload, mac = _decode(encoded_payload), _decode(encoded_mac)
+        payload = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
     except (binascii.Error, ValueError):
         return None
-    if not hmac.compare_digest(mac, _mac(secret, purpose, payload)):
-        return None
-    return payload
+    mac = hmac.new(secret, purpose.encode() + b"\x00" + payload, hashlib.sha256).digest()
+    expected = base64_encode(payload) + b"." + base64_encode(mac[:_LEGACY_MAC_BYTES])
+    return payload if hmac.compare_digest(expected, token.encode("ascii")) else None
 
 
 def id_bytes(object_id: str) -> bytes:

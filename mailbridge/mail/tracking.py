@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import html as html_lib
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
+from html.entities import html5
+from html.parser import HTMLParser
 
 from mailbridge.mail.signed_links import (
     LINK_PREFIX,
@@ -33,17 +34,9 @@ OPEN_PATH = LINK_PREFIX + "o/"
 CLICK_PATH = LINK_PREFIX + "c/"
 UNSUBSCRIBE_PATH = LINK_PREFIX + "u/"
 
-# A comment (left alone, with any <a> inside it) or an <a ...> start tag whose quoted
-# attribute values may hold ">".
-_COMMENT_OR_ANCHOR = re.compile(
-    r"<!--.*?-->|<a(?=[\s>/])(?:[^>\"']|\"[^\"]*\"|'[^']*')*>", re.IGNORECASE | re.DOTALL
-)
-# One attribute of a start tag; quoted values are consumed whole, so an "href=" inside
-# another attribute's value is never taken for the real one.
-_ATTRIBUTE = re.compile(
-    r"""(?P<name>[^\s"'>/=]+)(?:\s*=\s*(?P<value>"[^"]*"|'[^']*'|[^\s"'>]+))?"""
-)
-_BODY_END = re.compile(r"</body\s*>", re.IGNORECASE)
+# Cheap pre-checks: without a match the parser would find nothing to change.
+_ANCHOR_OPEN = re.compile(r"<a", re.IGNORECASE)
+_BODY_CLOSE = re.compile(r"</body", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -103,50 +96,129 @@ def rewrite_html(
 ) -> str:
     """``html`` with its http(s) links sent through the click redirect and an open pixel.
 
-    Links already pointing at our own signed routes (the unsubscribe link a template
-    put in, a poll's vote links) stay as they are.
+    The standard library's parser finds the links and the end of the body, so nothing
+    inside a comment, a script or a CDATA section is taken for one; the source is copied
+    through as it is, with only the href values replaced and the pixel added. Links
+    already pointing at our own signed routes (the unsubscribe link a template put in,
+    a poll's vote links) stay as they are.
     """
-    if click_tracking:
+    links = click_tracking and _ANCHOR_OPEN.search(html) is not None
+    body = open_tracking and _BODY_CLOSE.search(html) is not None
+    document = _Document(html) if links or body else None
+    edits: list[tuple[int, int, str]] = []  # (start, end, replacement) in the source
+    if links and document is not None:
         own_links = tuple(base_url.rstrip("/") + path for path in (LINK_PREFIX, VOTE_PATH))
-
-        def tracked_anchor(match: re.Match[str]) -> str:
-            tag = match.group(0)
-            if tag.startswith("<!--"):
-                return tag
-            return _rewrite_href(tag, track)
-
-        def track(url: str) -> str:
-            if not is_trackable(url) or url.startswith(own_links):
-                return url
-            return click_url(base_url, secret, email_id, url)
-
-        html = _COMMENT_OR_ANCHOR.sub(tracked_anchor, html)
+        for start, end, url in document.hrefs:
+            if is_trackable(url) and not url.startswith(own_links):
+                tracked = click_url(base_url, secret, email_id, url)
+                edits.append((start, end, f'"{html_lib.escape(tracked, quote=True)}"'))
     if open_tracking:
+        at = len(html)
+        if document is not None and document.body_end is not None:
+            at = document.body_end
         pixel = (
             f'<img src="{html_lib.escape(open_pixel_url(base_url, secret, email_id))}" '
             'width="1" height="1" alt="" '
             'style="display:block;width:1px;height:1px;border:0;margin:0;padding:0" />'
         )
-        ends = list(_BODY_END.finditer(html))
-        if ends:
-            at = ends[-1].start()
-            html = html[:at] + pixel + html[at:]
-        else:
-            html += pixel
-    return html
+        edits.append((at, at, pixel))
+    if not edits:
+        return html
+    edits.sort(key=lambda edit: edit[0])
+    parts: list[str] = []
+    copied = 0
+    for start, end, replacement in edits:
+        parts.extend((html[copied:start], replacement))
+        copied = end
+    parts.append(html[copied:])
+    return "".join(parts)
 
 
-def _rewrite_href(tag: str, rewrite: Callable[[str], str]) -> str:
-    """``tag`` (an ``<a ...>`` start tag) with its href value passed through ``rewrite``."""
-    for attribute in _ATTRIBUTE.finditer(tag, 2):
-        if attribute.group("name").lower() != "href" or attribute.group("value") is None:
-            continue
-        raw = attribute.group("value")
-        quoted = raw[:1] in ("'", '"')
-        url = html_lib.unescape(raw[1:-1] if quoted else raw).strip()
-        new_url = rewrite(url)
-        if new_url == url:
-            return tag
-        start, end = attribute.span("value")
-        return f'{tag[:start]}"{html_lib.escape(new_url, quote=True)}"{tag[end:]}'
-    return tag
+# One attribute of a start tag, as ``html.parser`` reads it (its ``attrfind_tolerant``):
+# name, then an optional value, quoted or bare. Used only to find where the value the
+# parser reported stands in the source; ``_Document`` checks that both agree.
+_TAG_NAME = re.compile(r"<[a-zA-Z][^\t\n\r\f />\x00]*(?:\s|/(?!>))*")
+_ATTRIBUTE = re.compile(
+    r"""((?<=['"\s/])[^\s/>][^\s/=>]*)(\s*=+\s*('[^']*'|"[^"]*"|(?!['"])[^>\s]*))?"""
+    r"""(?:\s|/(?!>))*"""
+)
+
+
+class _Document(HTMLParser):
+    """Where a document's ``<a href>`` values and its last ``</body>`` are, as source
+    offsets: the parser reports a start tag's text and position, not its attributes'."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.hrefs: list[tuple[int, int, str]] = []  # value span (quotes included), URL
+        self.body_end: int | None = None
+        self._line_starts = [0]
+        self._line_starts.extend(match.end() for match in re.finditer("\n", html))
+        self.feed(html)
+        self.close()
+
+    def _offset(self) -> int:
+        line, column = self.getpos()
+        return self._line_starts[line - 1] + column
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag != "a":
+            return
+        # The first href counts, as in a browser.
+        href = next((value for name, value in attrs if name == "href"), None)
+        tag_text = self.get_starttag_text()
+        if href is None or tag_text is None:
+            return
+        span = _href_value_span(tag_text)
+        if span is None:
+            return
+        start, end = span
+        raw = tag_text[start:end]
+        if raw[:1] in ("'", '"'):
+            raw = raw[1:-1]
+        if html_lib.unescape(raw) != href:
+            return  # the source does not read as the parser read it: leave it alone
+        at = self._offset()
+        self.hrefs.append((at + start, at + end, _attribute_value(raw).strip()))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "body":
+            self.body_end = self._offset()
+
+
+def _href_value_span(tag_text: str) -> tuple[int, int] | None:
+    """Where the first href's value stands in ``tag_text`` (an ``<a ...>`` start tag)."""
+    name = _TAG_NAME.match(tag_text)
+    if name is None:
+        return None
+    at = name.end()
+    while (attribute := _ATTRIBUTE.match(tag_text, at)) is not None and attribute.end() > at:
+        if attribute.group(1).lower() == "href":
+            return attribute.span(3) if attribute.group(2) else None
+        at = attribute.end()
+    return None
+
+
+# html's own expression for a character reference (``html._charref``).
+_REFERENCE = re.compile(r"&(#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?)")
+
+
+def _attribute_value(raw: str) -> str:
+    """``raw`` decoded as a browser decodes an attribute's value: as ``html.unescape``
+    does, except that a named reference without its ";" followed by "=" or a letter or
+    digit stays as it is (HTML's rule for attributes), so ``?a=1&region=eu`` keeps its
+    ``&region`` where ``html.unescape`` (and so ``html.parser``) reads "®ion"."""
+    return _REFERENCE.sub(_decoded_reference, raw) if "&" in raw else raw
+
+
+def _decoded_reference(match: re.Match[str]) -> str:
+    reference, name = match.group(0), match.group(1)
+    if not name.startswith("#") and name not in html5:
+        # the longest known prefix, as html.unescape looks for it
+        for end in range(len(name) - 1, 1, -1):
+            if name[:end] in html5:
+                after = name[end]
+                if after == "=" or (after.isascii() and after.isalnum()):
+                    return reference
+                break
+    return html_lib.unescape(reference)

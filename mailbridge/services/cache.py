@@ -2,7 +2,8 @@
 
 Entries live ``ttl`` seconds of monotonic time, so a change made by another process
 (a revoked key, an unverified domain) is seen within ``ttl``; the process that makes a
-change calls :meth:`clear` to see it at once.
+change calls :meth:`clear` to see it at once. Expiry and the size bound are
+``cachetools.TTLCache``'s (the least recently used entry goes when it is full).
 
 :meth:`get_or_load` lets concurrent misses of one key share a single lookup: when an
 entry expires under load, every request in flight misses it at the same instant, and
@@ -10,7 +11,7 @@ without sharing each would check out a database connection of its own (a burst t
 overflows the pool and stalls all of them). It also refreshes ahead: an entry past half
 its life is still answered, while one lookup in the background replaces it. Under load
 the key and domain entries used to expire every second or two, and every request in
-flight then waited for the shared lookup (10-25 ms): the slowest percent of sends.
+flight then waited for the shared lookup: the slowest percent of sends.
 """
 
 from __future__ import annotations
@@ -18,18 +19,29 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
+
+import cachetools
 
 K = TypeVar("K")
 V = TypeVar("V")
 
 
+class _Entry(NamedTuple, Generic[V]):
+    refresh_after: float  # monotonic seconds
+    value: V
+
+
+def _now() -> float:
+    return time.monotonic()  # looked up at each call: tests move the clock
+
+
 class TTLCache(Generic[K, V]):
     def __init__(self, ttl: float, max_entries: int = 10_000) -> None:
         self.ttl = ttl
-        self.max_entries = max_entries
-        # key -> (refresh after, expires at, value), in monotonic seconds
-        self._entries: dict[K, tuple[float, float, V]] = {}
+        self._entries: cachetools.TTLCache[K, _Entry[V]] = cachetools.TTLCache(
+            max_entries, ttl, timer=_now
+        )
         self._loading: dict[K, asyncio.Future[V]] = {}
         self._lookups: set[asyncio.Task[V]] = set()  # shared and background lookups
         self._generation = 0  # bumped by clear(): lookups begun before it are not kept
@@ -37,18 +49,10 @@ class TTLCache(Generic[K, V]):
 
     def get(self, key: K) -> V | None:
         entry = self._entries.get(key)
-        if entry is None:
-            return None
-        if entry[1] < time.monotonic():
-            self._entries.pop(key, None)
-            return None
-        return entry[2]
+        return None if entry is None else entry.value
 
     def put(self, key: K, value: V) -> None:
-        if len(self._entries) >= self.max_entries:
-            self._entries.clear()  # crude, but bounded: a cache, not a store
-        now = time.monotonic()
-        self._entries[key] = (now + self.ttl / 2, now + self.ttl, value)
+        self._entries[key] = _Entry(_now() + self.ttl / 2, value)
 
     def discard(self, key: K) -> None:
         self._entries.pop(key, None)
@@ -75,12 +79,9 @@ class TTLCache(Generic[K, V]):
         """
         entry = self._entries.get(key)
         if entry is not None:
-            now = time.monotonic()
-            if now < entry[1]:
-                if now >= entry[0] and key not in self._loading and not self._settled:
-                    self._refresh(key, load)
-                return entry[2]
-            self._entries.pop(key, None)
+            if _now() >= entry.refresh_after and key not in self._loading and not self._settled:
+                self._refresh(key, load)
+            return entry.value
         loading = self._loading.get(key)
         if loading is not None:
             await asyncio.wait([loading])

@@ -12,6 +12,7 @@ from sqlalchemy import select
 
 from mailbridge.api.routers.tracking import PIXEL
 from mailbridge.mail import tracking
+from mailbridge.mail.signed_links import id_bytes
 from mailbridge.services.context import ServiceContext
 from mailbridge.services.instance import SECRET_SETTING, instance_secret
 from mailbridge.storage.database import Database
@@ -28,6 +29,7 @@ from mailbridge.storage.types import new_id
 from tests.integration.conftest import Tenant, Tenants
 from tests.integration.email_rows import add_email
 from tests.integration.test_auth import assert_error
+from tests.unit.test_signed_links import legacy_token
 
 
 async def secret_of(context: ServiceContext) -> bytes:
@@ -162,6 +164,38 @@ async def test_a_bad_click_token_is_404_and_never_a_redirect(
         assert_error(response, 404, "not_found")
         assert "location" not in response.headers
     assert "clicked" not in [event.type for event in await events_of(context, email.id)]
+
+
+async def test_links_signed_before_itsdangerous_still_work(
+    anonymous: httpx.AsyncClient, context: ServiceContext, tenant: Tenant
+) -> None:
+    """Mail already sent carries tokens of the earlier scheme: they open, redirect and
+    unsubscribe as they did."""
+    contact = await add_contact(context, tenant.team_id, "ada@mail.net")
+    email = await add_email(context, tenant.team_id, to=["ada@mail.net"], contact_id=contact.id)
+    secret, key = await secret_of(context), id_bytes(email.id)
+    target = "https://shop.acme.io/p?id=3&ref=mail"
+
+    assert (
+        await anonymous.get(f"/t/o/{legacy_token(secret, tracking.OPEN, key)}")
+    ).content == PIXEL
+    click = legacy_token(secret, tracking.CLICK, key + target.encode())
+    response = await anonymous.get(f"/t/c/{click}")
+    assert response.status_code == 302 and response.headers["location"] == target
+    unsubscribe = f"/t/u/{legacy_token(secret, tracking.UNSUBSCRIBE, key)}"
+    assert (
+        await anonymous.post(unsubscribe, content="List-Unsubscribe=One-Click")
+    ).status_code == 200
+    assert await unsubscribed(context, contact.id)
+    types = [event.type for event in await events_of(context, email.id)]
+    assert types[-2:] == ["opened", "clicked"]
+    # Held to the secret and the purpose, as before.
+    assert_error(
+        await anonymous.get(f"/t/c/{legacy_token(b'x', tracking.CLICK, key)}"), 404, "not_found"
+    )
+    assert_error(
+        await anonymous.get(f"/t/c/{legacy_token(secret, tracking.OPEN, key)}"), 404, "not_found"
+    )
 
 
 async def add_contact(

@@ -7,6 +7,8 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mailbridge.mail import signed_links, tracking
 from mailbridge.storage.types import new_id
@@ -155,3 +157,103 @@ def test_download_links_expire() -> None:
     assert signed_links.read_download_token(b"other", token, now) is None
     open_token = token_of(tracking.open_pixel_url(BASE, SECRET, attachment_id), tracking.OPEN_PATH)
     assert signed_links.read_download_token(SECRET, open_token, now) is None
+
+
+# Hostile HTML: the parser decides what is a link; everything else is copied through.
+
+TRACKED = re.compile(r'"https://mail\.example\.net/t/c/[^"]+"')
+
+
+def rewritten_as_source(result: str, template: str, hrefs: list[str]) -> None:
+    """``result`` is ``template`` with ``hrefs`` in place, each replaced by a click link
+    in double quotes, and not one other character changed."""
+    marked = TRACKED.sub("LINK", result)
+    assert marked == template.format(*["LINK"] * len(hrefs))
+
+
+def test_links_are_found_by_the_parser_and_only_their_values_change() -> None:
+    hrefs = [
+        '"https://a.example.org/x?y=1&amp;z=2"',
+        "https://b.example.org/b",  # unquoted
+        "'https://c.example.org/c'",
+        '"https://d.example.org/&#x3f;q=&#38;"',  # numeric references
+        '"  https://e.example.org/e  "',  # spaces around the URL
+    ]
+    template = (
+        "<!DOCTYPE html>\n<HTML><head><style>a[href='https://style.example.org'] {{}}</style>"
+        "<script>var a = '<a href=\"https://script.example.org\">';</script></head>\n"
+        "<BODY class=x>\n<table><tr><td><A HREF={0} Target=_blank>one</A>"
+        '<a\n  title="a > b href=https://title.example.org"\n  href={1}\n>two</a>'
+        '<!-- <a href="https://comment.example.org">x</a> -->'
+        '<![CDATA[<a href="https://cdata.example.org">]]>'
+        '<p>unclosed <a id=x href={2}><b>bold<a title="t"href={3}>'
+        "<a/href={4}/></td></tr></table>\n</BODY></HTML>"
+    )
+    source = template.format(*hrefs)
+    result = rewrite(source)
+    assert tracked_targets(result) == [
+        "https://a.example.org/x?y=1&z=2",
+        "https://b.example.org/b",
+        "https://c.example.org/c",
+        "https://d.example.org/?q=&",
+        "https://e.example.org/e",
+    ]
+    rewritten_as_source(result, template, hrefs)
+
+
+def test_named_references_without_a_semicolon_read_as_a_browser_reads_them() -> None:
+    source = (
+        '<a href="https://a.example.org/?x=1&region=eu&param=2&copy;">a</a>'
+        '<a href="https://b.example.org/?x=1&amp=2&lt">b</a>'
+    )
+    # In an attribute, "&reg" before a letter and "&amp" before "=" are text.
+    assert tracked_targets(rewrite(source)) == [
+        "https://a.example.org/?x=1&region=eu&param=2\u00a9",
+        "https://b.example.org/?x=1&amp=2<",
+    ]
+
+
+def test_the_first_href_counts_and_odd_anchors_are_left_alone() -> None:
+    source = (
+        '<a href="https://first.example.org" href="https://second.example.org">1</a>'
+        '<a href href="https://after-an-empty-href.example.org">2</a>'
+        '<a href="">3</a><a href="javascript:alert(1)">4</a>'
+        '<abbr href="https://abbr.example.org">5</abbr><area href="https://area.example.org">'
+        '<a href="https://unterminated.example.org'
+    )
+    result = rewrite(source)
+    assert tracked_targets(result) == ["https://first.example.org"]
+    tracked = TRACKED.search(result)
+    assert tracked is not None
+    assert result.replace(tracked.group(0), '"https://first.example.org"') == source
+    upper = rewrite('<A HREF="HTTPS://UP.EXAMPLE.ORG/">up</A>')
+    assert tracked_targets(upper) == ["HTTPS://UP.EXAMPLE.ORG/"]
+    assert upper.startswith('<A HREF="https://mail.example.net/t/c/')
+
+
+def test_the_pixel_goes_before_the_last_real_body_end() -> None:
+    source = (
+        "<html><body><script>document.write('</body>')</script>"
+        "<!-- </body> --><p>Hi</p></body ><!-- trailer --></html>"
+    )
+    result = rewrite(source, opens=True, clicks=False)
+    assert result.startswith(source[: source.index("</body >")] + "<img ")
+    assert result.endswith("/></body ><!-- trailer --></html>")
+    assert result.count("<img ") == 1
+    in_a_comment = rewrite("<p>Hi</p><!-- </body> -->", opens=True, clicks=False)
+    assert in_a_comment.startswith("<p>Hi</p><!-- </body> --><img ")
+
+
+PIECES = [*"<>/!-='\" \n\tabhrefdyscipt&;#x:.", "https://", "<a ", "href=", "</body>", "<!--"]
+
+
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from(PIECES), max_size=40).map("".join))
+def test_any_text_is_copied_through_but_for_its_links(source: str) -> None:
+    result = rewrite(source)
+    if tracking.CLICK_PATH not in result:
+        assert result == source
+    for target in tracked_targets(result):
+        assert tracking.is_trackable(target)
+    opened = rewrite(source, opens=True, clicks=False)
+    assert opened.count(tracking.OPEN_PATH) == source.count(tracking.OPEN_PATH) + 1
