@@ -1,25 +1,23 @@
-"""The activity dispatcher: hands undispatched activity events to their consumers.
+"""The activity dispatcher: the queue of undispatched activity events.
 
-A loop over ``services.activity_dispatch.dispatch_batch``: while a batch comes back
-full it goes on at once; otherwise it sleeps until :meth:`ActivityDispatcher.notify`
-(this process stored events: ``Runner.notify``) or the poll interval (≤ 250 ms),
-after which a read-only look at the partial index of undispatched events says
-whether a claim is worth a write.
+A claim is ``services.webhooks.dispatch_batch``: one transaction takes a batch of
+events and hands it to their consumers. While batches come back full it goes on at
+once; otherwise the loop's look is a read-only one at the partial index of
+undispatched events, unless :meth:`ActivityDispatcher.notify` (this process stored
+events: ``Runner.notify``) says to dispatch without looking.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
 from collections.abc import Sequence
+from datetime import datetime
+from typing import Never
 
-from mailbridge.runner.backoff import Backoff
+from mailbridge.runner.claim_loop import Batch, ClaimLoop, Limits, write_turn
 from mailbridge.services import webhooks
 from mailbridge.services.context import ServiceContext
 from mailbridge.services.webhooks import ActivityConsumer
-
-logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 500
 
@@ -43,41 +41,20 @@ class ActivityDispatcher:
         # SQLite: a lock shared with the other writers of this process (the webhook
         # worker), so that they take turns rather than sleep in SQLite's busy handler.
         self.write_lock = write_lock or asyncio.Lock()
-        self._signal = asyncio.Event()
-        self._notified = False
-        self._backoff = Backoff(self.name)
+        self._loop: ClaimLoop[Never] = ClaimLoop(
+            self, context.clock, Limits(batch_size, self.poll_interval)
+        )
 
     def notify(self) -> None:
         """This process stored events (``Runner.notify``): dispatch now, not at the next
         poll, and without a look first."""
-        self._notified = True
-        self._signal.set()
+        self._loop.notify(due_now=True)
 
     async def run(self, stopping: asyncio.Event) -> None:
-        watcher = asyncio.create_task(self._wake_on(stopping))
-        try:
-            while not stopping.is_set():
-                # Cleared before looking, so a notify() that arrives while we look is kept.
-                self._signal.clear()
-                try:
-                    notified, self._notified = self._notified, False
-                    if (notified or await self._waiting()) and (
-                        await self.dispatch_once() == self.batch_size
-                    ):
-                        continue
-                except Exception as exc:
-                    await self._backoff.failed(exc, "dispatching activity events", stopping)
-                    continue
-                self._backoff.succeeded()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(self.poll_interval):
-                        await self._signal.wait()
-        finally:
-            watcher.cancel()
+        await self._loop.run(stopping)
 
     async def dispatch_once(self) -> int:
-        writing = self.write_lock if self.context.database.is_sqlite else contextlib.nullcontext()
-        async with writing:
+        async with write_turn(self.context.database, self.write_lock):
             return await webhooks.dispatch_batch(self.context, self.consumers, self.batch_size)
 
     async def dispatch_all(self) -> int:
@@ -87,10 +64,21 @@ class ActivityDispatcher:
             total += count
         return total
 
-    async def _waiting(self) -> bool:
-        async with self.context.database.session() as session:
-            return await webhooks.any_undispatched(session)
+    # --- the queue (claim_loop.Queue) -------------------------------------------------
 
-    async def _wake_on(self, stopping: asyncio.Event) -> None:
-        await stopping.wait()
-        self._signal.set()
+    async def open(self) -> None:
+        pass
+
+    async def next_due(self) -> datetime | None:
+        async with self.context.database.session() as session:
+            waiting = await webhooks.any_undispatched(session)
+        return self.context.clock.now() if waiting else None
+
+    async def claim(self, limit: int) -> Batch[Never]:
+        return Batch(more=await self.dispatch_once() == limit)
+
+    async def process(self, item: Never) -> None:
+        """Never called: the claim dispatched its events."""
+
+    async def close(self) -> None:
+        pass

@@ -1,31 +1,26 @@
-"""The campaign worker: claims due campaigns and steps each through its fan-out.
+"""The campaign worker: the queue of due campaigns, each stepped through its fan-out.
 
 Each step is one transaction (``services.campaigns``: start, occurrence, a chunk of
 recipient rows, a chunk of emails, the A/B decision); a campaign whose next step is due
-at once is stepped again while the worker holds its lease. On SQLite the steps take the
-process's write lock in turns with the other writers, a burst at a time. Between claims
-the worker sleeps until the next campaign falls due, a notify, or the poll interval.
-On stop it finishes the step in hand and gives its leases back.
+at once is stepped again while the worker holds its lease — the claim says more is due,
+so the loop claims again without sleeping. On SQLite the steps take the process's write
+lock in turns with the other writers, a burst at a time. On stop it finishes the step
+in hand and gives its leases back.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
-from contextlib import suppress
 from datetime import datetime, timedelta
+from typing import Never
 
 from structlog.contextvars import bound_contextvars
 
-from mailbridge.runner.backoff import Backoff
-from mailbridge.runner.delivery import new_owner
-from mailbridge.runner.sleeping import sleep_until_due
+from mailbridge.runner.claim_loop import Batch, ClaimLoop, Limits, new_owner, write_turn
 from mailbridge.services import campaigns
 from mailbridge.services.context import ServiceContext
-
-logger = logging.getLogger(__name__)
 
 CLAIM = 8  # campaigns leased at once
 BURST = 0.5  # seconds of steps under the SQLite write lock before the others get a turn
@@ -47,45 +42,47 @@ class CampaignWorker:
         self.owner = owner or new_owner()
         self.lease = timedelta(seconds=context.settings.campaign_lease_seconds)
         self._write_lock = write_lock or asyncio.Lock()
-        self._wake = asyncio.Event()
         self._held: list[str] = []  # leased to this worker, next step due at once
         self.steps = 0
-        self._backoff = Backoff(self.name)
+        self._loop: ClaimLoop[Never] = ClaimLoop(self, context.clock, Limits(CLAIM, self.poll))
 
     def notify(self) -> None:
-        self._wake.set()
-
-    def _writing(self) -> contextlib.AbstractAsyncContextManager[object]:
-        return self._write_lock if self.context.database.is_sqlite else contextlib.nullcontext()
+        self._loop.notify(due_now=True)
 
     async def run(self, stopping: asyncio.Event) -> None:
-        try:
-            while not stopping.is_set():
-                self._wake.clear()
-                try:
-                    busy = await self.step_due(stopping)
-                except Exception as exc:
-                    await self._backoff.failed(exc, "advancing campaigns", stopping)
-                    continue
-                self._backoff.succeeded()
-                if not busy:
-                    await self._sleep(stopping)
-        finally:
-            with suppress(Exception):
-                async with self._writing(), self.context.database.session() as session:
-                    await campaigns.release_campaigns(session, self.owner)
+        await self._loop.run(stopping)
 
-    async def step_due(self, stopping: asyncio.Event | None = None) -> bool:
-        """Claim due campaigns and step those held for a while; True if it stepped any (a
-        step may have made more due work: a child campaign, the next phase)."""
+    def _writing(self) -> contextlib.AbstractAsyncContextManager[object]:
+        return write_turn(self.context.database, self._write_lock)
+
+    async def run_all(self) -> int:
+        """Step until nothing is due now (tests, operators); the number of steps."""
+        before = self.steps
+        while (await self.claim(CLAIM)).more:
+            pass
+        return self.steps - before
+
+    # --- the queue (claim_loop.Queue) -------------------------------------------------
+
+    async def open(self) -> None:
+        pass
+
+    async def next_due(self) -> datetime | None:
+        async with self.context.database.session() as session:
+            return await campaigns.next_campaign_due_at(session)
+
+    async def claim(self, limit: int) -> Batch[Never]:
+        """Claim due campaigns and step those held for a while; more is due when it
+        stepped any (a step may have made more due work: a child campaign, the next
+        phase; campaigns still held are stepped on the next round)."""
         async with self._writing(), self.context.database.session() as session:
             claimed = await campaigns.claim_due_campaigns(
-                session, self.context.clock.now(), self.owner, CLAIM, self.lease
+                session, self.context.clock.now(), self.owner, limit, self.lease
             )
         self._held.extend(campaign_id for campaign_id in claimed if campaign_id not in self._held)
         stepped = bool(self._held)
         started = time.monotonic()
-        while self._held and not (stopping is not None and stopping.is_set()):
+        while self._held and not self._loop.stopping:
             for campaign_id in list(self._held):
                 async with self._writing():
                     with bound_contextvars(campaign_id=campaign_id):
@@ -97,19 +94,12 @@ class CampaignWorker:
                     self._held.remove(campaign_id)
             if time.monotonic() - started > BURST:
                 break
-        # Campaigns still held are stepped on the next round, without a sleep.
-        return stepped
+        return Batch(more=stepped)
 
-    async def run_all(self) -> int:
-        """Step until nothing is due now (tests, operators); the number of steps."""
-        before = self.steps
-        while await self.step_due():
-            pass
-        return self.steps - before
+    async def process(self, item: Never) -> None:
+        """Never called: the claim stepped its campaigns."""
 
-    async def _sleep(self, stopping: asyncio.Event) -> None:
-        await sleep_until_due(self._next_due, self.context.clock, self.poll, self._wake, stopping)
-
-    async def _next_due(self) -> datetime | None:
-        async with self.context.database.session() as session:
-            return await campaigns.next_campaign_due_at(session)
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            async with self._writing(), self.context.database.session() as session:
+                await campaigns.release_campaigns(session, self.owner)

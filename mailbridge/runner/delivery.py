@@ -1,12 +1,12 @@
-"""The delivery worker: claims due emails and hands them to the provider, exactly once.
+"""The delivery worker: the queue of due emails, each handed to the provider exactly once.
 
-The loop claims due emails in batches (``services.delivery_queue``) while it has
-room — at most ``settings.delivery_concurrency`` deliveries in flight — and
-otherwise sleeps until :meth:`DeliveryWorker.notify` (the API stored new emails in
-this process), a delivery finishing, or the poll interval (≤ 250 ms), after which a
-read-only "next due" query on the due index says whether a claim is worth a write —
-unless the last claim took a full batch: then a backlog is being worked through and
-the next claim goes ahead without asking.
+Driven by the claim loop (``runner.claim_loop``): due emails are claimed in batches
+(``services.email``) while there is room — at most ``settings.delivery_concurrency``
+deliveries in flight — after a read-only "next due" look at the due index, which
+:meth:`DeliveryWorker.notify` (the API stored new emails in this process) or a full
+last batch (a backlog being worked through) spares. A few times a lease the claim first
+takes the handovers whose runner died before recording their outcome (and sweeps the
+file outbox of attempts that are over).
 
 Each delivery: simulated recipients apart; the message built (attachments fetched,
 tracking, DKIM — composed and signed in a worker process when ``render_processes``
@@ -15,10 +15,10 @@ more); the provider prepares the handover; the journal commits ``sent``
 for a whole group of deliveries and completes their handovers right after the
 commit; then the provider's answer is read and recorded (``services.delivery_journal``).
 
-Stopping (``stopping`` set): no more claims; deliveries in flight get
-``stop_grace`` seconds to finish, the rest are cancelled; leases on emails not
-handed over are given back at once. An email handed over but not answered stays
-leased and is settled after its lease by whichever runner claims it.
+Stopping: no more claims; deliveries in flight get ``stop_grace`` seconds to finish,
+the rest are cancelled; leases on emails not handed over are given back at once. An
+email handed over but not answered stays leased and is settled after its lease by
+whichever runner claims it.
 """
 
 from __future__ import annotations
@@ -27,14 +27,11 @@ import asyncio
 import contextlib
 import logging
 import os
-import re
-import secrets
-import socket
 import time
-from collections.abc import Awaitable, Sequence
-from datetime import timedelta
-from pathlib import Path
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 from types import TracebackType
+from typing import NamedTuple
 
 import httpx
 from structlog.contextvars import bind_contextvars
@@ -43,7 +40,8 @@ from mailbridge.mail.providers import OutboxProvider, SmtpProvider, provider_fro
 from mailbridge.mail.providers.base import OUTCOME_TYPES, Delivery, Handover, Provider
 from mailbridge.mail.providers.simulator import split_recipients
 from mailbridge.mail.rendering import SHIPPED, LocalRenderer, ProcessRenderer, Renderer, RenderPaths
-from mailbridge.runner.backoff import Backoff
+from mailbridge.runner.claim_loop import Batch, ClaimLoop, Limits, new_owner, write_turn
+from mailbridge.runner.delivery_leftovers import discard_old_receipts, sweep_outbox
 from mailbridge.services import email as emails
 from mailbridge.services.context import ServiceContext
 from mailbridge.services.email import EMAIL_RETRY_POLICY as RETRY_POLICY
@@ -69,10 +67,11 @@ def default_render_processes() -> int:
     return 1 if (os.cpu_count() or 1) >= 2 else 0
 
 
-def new_owner() -> str:
-    """A lease owner name unique to this worker: host, pid and a random part."""
-    host = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:32]
-    return f"{host}-{os.getpid()}-{secrets.token_hex(4)}"
+class ClaimedEmail(NamedTuple):
+    email: Email
+    domain: Domain | None
+    attachments: Sequence[EmailAttachment]  # without their bytes
+    handed_over_by: str | None  # an unsettled handover: the runner that made it
 
 
 class DeliveryWorker:
@@ -118,19 +117,19 @@ class DeliveryWorker:
         self._builder: MessageBuilder | None = None
         self._secret = b""  # the instance secret, read at open (return-path tags)
         self._write_lock = asyncio.Lock()  # SQLite: claims and journal commits take turns
-        self._in_flight: set[asyncio.Task[None]] = set()
-        self._busy: dict[asyncio.Task[None], str] = {}  # email id of each delivery in flight
-        self._signal = asyncio.Event()
-        self._woken = False
-        self._backlog = False
-        self._backoff = Backoff(self.name)
+        self._busy: set[str] = set()  # the emails being delivered: never claimed again
+        self._next_housekeeping = 0.0  # time.monotonic(): unsettled handovers, outbox files
+        self._look_before_claiming = False  # next_due said "now" for the housekeeping
+        limits = Limits(
+            self.batch_size, self.poll_interval, self.concurrency, self.refill, stop_grace
+        )
+        self._loop: ClaimLoop[ClaimedEmail] = ClaimLoop(self, context.clock, limits)
 
     # --- lifecycle ------------------------------------------------------------------
 
     def notify(self) -> None:
         """New emails are due: claim them now rather than at the next poll."""
-        self._woken = True
-        self._signal.set()
+        self._loop.notify(due_now=True)
 
     @property
     def provider(self) -> Provider:
@@ -168,17 +167,12 @@ class DeliveryWorker:
         if isinstance(self._provider, OutboxProvider):
             await self.sweep_outbox(self._provider)
         if isinstance(self._provider, SmtpProvider) and self._provider.receipts is not None:
-            await self._discard_old_receipts(self._provider.receipts)
+            await discard_old_receipts(context.database, self._provider.receipts, self.owner)
 
     async def close(self) -> None:
+        """Once the deliveries in flight are over (the loop drained them)."""
         if self._journal is None:
             return
-        if self._in_flight:
-            _done, late = await asyncio.wait(set(self._in_flight), timeout=self.stop_grace)
-            for task in late:
-                task.cancel()
-            if late:
-                await asyncio.gather(*late, return_exceptions=True)
         await self._journal.stop()
         try:
             async with self.context.database.session() as session:
@@ -206,115 +200,7 @@ class DeliveryWorker:
         await self.close()
 
     async def run(self, stopping: asyncio.Event) -> None:
-        while not stopping.is_set():  # the database may be out of reach at start
-            try:
-                await self.open()
-                break
-            except Exception as exc:
-                await self._backoff.failed(exc, "opening", stopping)
-        watcher = asyncio.create_task(self._wake_on(stopping))
-        try:
-            await self._loop(stopping)
-        finally:
-            watcher.cancel()
-            await self.close()
-
-    async def _wake_on(self, stopping: asyncio.Event) -> None:
-        await stopping.wait()
-        self._signal.set()
-
-    # --- claiming -------------------------------------------------------------------
-
-    async def _loop(self, stopping: asyncio.Event) -> None:
-        poll = self.poll_interval
-        next_settle_check = 0.0
-        next_sweep = time.monotonic() + self.settle_check_every
-        while not stopping.is_set():
-            # Cleared before looking, so a notify() that arrives while we look is kept.
-            self._signal.clear()
-            free = self.concurrency - len(self._in_flight)
-            try:
-                if isinstance(self._provider, OutboxProvider) and time.monotonic() >= next_sweep:
-                    next_sweep = time.monotonic() + self.settle_check_every
-                    await self.sweep_outbox(self._provider)
-                if free > 0 and time.monotonic() >= next_settle_check:
-                    next_settle_check = time.monotonic() + self.settle_check_every
-                    free -= await self._claim_unsettled(free)
-                if free >= self.refill or (free > 0 and not self._in_flight):
-                    wanted = min(free, self.batch_size)
-                    # A full batch: more may be due, claim again at once (and next time
-                    # without asking first).
-                    self._backlog = (
-                        await self._due() and await self._claim_and_start(wanted) == wanted
-                    )
-                    if self._backlog:
-                        continue
-            except Exception as exc:
-                await self._backoff.failed(exc, "claiming due emails", stopping)
-                continue
-            self._backoff.succeeded()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(poll):
-                    await self._signal.wait()
-
-    async def _due(self) -> bool:
-        """Whether a claim is worth a write transaction: told so, the last claim was a
-        full batch (a backlog), or the due index says so."""
-        if self._woken or self._backlog:
-            self._woken = False
-            return True
-        now = self.context.clock.now()
-        async with self.context.database.session() as session:
-            due_at = await emails.next_email_due_at(session, now)
-        return due_at is not None and due_at <= now
-
-    def _writing(self) -> contextlib.AbstractAsyncContextManager[object]:
-        return self._write_lock if self.context.database.is_sqlite else contextlib.nullcontext()
-
-    async def _claim_and_start(self, limit: int) -> int:
-        async with self._writing():
-            batch = await emails.claim_emails(
-                self.context.database,
-                self.context.clock.now(),
-                self.owner,
-                self.lease,
-                limit,
-                busy=set(self._busy.values()),
-            )
-        self._start(batch)
-        return len(batch.emails)
-
-    async def _claim_unsettled(self, limit: int) -> int:
-        """Lease handovers whose runner died before recording their outcome."""
-        now = self.context.clock.now()
-        async with self.context.database.session() as session:
-            if not await emails.any_unsettled_emails(session, now):
-                return 0
-        async with self._writing(), self.context.database.session() as session:
-            batch = await emails.claim_unsettled_emails(
-                session, now, self.owner, self.lease, limit, busy=set(self._busy.values())
-            )
-            await session.commit()
-        self._start(batch)
-        return len(batch.emails)
-
-    def _start(self, batch: emails.ClaimedBatch) -> None:
-        for email in batch.emails:
-            domain = batch.domains.get(email.domain_id) if email.domain_id else None
-            handed_over_by = batch.handed_over_by.get(email.id)
-            if handed_over_by is not None:
-                delivery = self._settle(email, domain, handed_over_by)
-            else:
-                delivery = self._attempt(email, domain, batch.attachments.get(email.id, []))
-            task = asyncio.create_task(self._guarded(email, delivery))
-            self._in_flight.add(task)
-            self._busy[task] = email.id
-            task.add_done_callback(self._finished)
-
-    def _finished(self, task: asyncio.Task[None]) -> None:
-        self._in_flight.discard(task)
-        self._busy.pop(task, None)
-        self._signal.set()
+        await self._loop.run(stopping)
 
     async def deliver_due(self) -> int:
         """Claim and deliver until nothing is due, unsettled handovers included (tests,
@@ -323,19 +209,52 @@ class DeliveryWorker:
         total = 0
         while True:
             claimed = await self._claim_unsettled(self.batch_size)
-            claimed += await self._claim_and_start(self.batch_size)
-            total += claimed
-            if self._in_flight:
-                await asyncio.gather(*set(self._in_flight), return_exceptions=True)
-            if claimed == 0:
+            claimed += await self._claim_due(self.batch_size)
+            total += len(claimed)
+            await asyncio.gather(*(self.process(item) for item in claimed))
+            if not claimed:
                 return total
 
-    # --- one delivery ---------------------------------------------------------------
+    # --- the queue (claim_loop.Queue) -------------------------------------------------
 
-    async def _guarded(self, email: Email, delivery: Awaitable[None]) -> None:
+    async def next_due(self) -> datetime | None:
+        now = self.context.clock.now()
+        if time.monotonic() >= self._next_housekeeping:  # the claim looks itself (below)
+            self._look_before_claiming = True
+            return now
+        async with self.context.database.session() as session:
+            return await emails.next_email_due_at(session, now)
+
+    async def claim(self, limit: int) -> Batch[ClaimedEmail]:
+        """Due emails; a few times a lease, first the handovers whose runner died before
+        recording their outcome (and the outbox swept)."""
+        unsettled: list[ClaimedEmail] = []
+        if time.monotonic() >= self._next_housekeeping:
+            self._next_housekeeping = time.monotonic() + self.settle_check_every
+            if isinstance(self._provider, OutboxProvider):
+                await self.sweep_outbox(self._provider)
+            unsettled = await self._claim_unsettled(limit)
+            limit -= len(unsettled)
+        if self._look_before_claiming:
+            self._look_before_claiming = False
+            now = self.context.clock.now()
+            async with self.context.database.session() as session:
+                due_at = await emails.next_email_due_at(session, now)
+            if due_at is None or due_at > now:
+                limit = 0
+        if limit <= 0:
+            return Batch(unsettled)
+        claimed = await self._claim_due(limit)
+        return Batch(unsettled + claimed if unsettled else claimed, more=len(claimed) == limit)
+
+    async def process(self, item: ClaimedEmail) -> None:
+        email = item.email
         bind_contextvars(email_id=email.id)  # this delivery's own task: its lines only
         try:
-            await delivery
+            if item.handed_over_by is not None:
+                await self._settle(email, item.domain, item.handed_over_by)
+            else:
+                await self._attempt(email, item.domain, item.attachments)
             logger.debug("delivery attempt over")
         except asyncio.CancelledError:
             raise
@@ -346,6 +265,56 @@ class DeliveryWorker:
                                "after its lease", email.id, describe(exc))  # fmt: skip
             else:
                 logger.exception("delivering email %s failed", email.id)
+        finally:
+            self._busy.discard(email.id)
+
+    # --- claiming -------------------------------------------------------------------
+
+    def _writing(self) -> contextlib.AbstractAsyncContextManager[object]:
+        return write_turn(self.context.database, self._write_lock)
+
+    async def _claim_due(self, limit: int) -> list[ClaimedEmail]:
+        async with self._writing():
+            batch = await emails.claim_emails(
+                self.context.database,
+                self.context.clock.now(),
+                self.owner,
+                self.lease,
+                limit,
+                busy=set(self._busy),
+            )
+        return self._taken(batch)
+
+    async def _claim_unsettled(self, limit: int) -> list[ClaimedEmail]:
+        """Lease handovers whose runner died before recording their outcome."""
+        now = self.context.clock.now()
+        async with self.context.database.session() as session:
+            if not await emails.any_unsettled_emails(session, now):
+                return []
+        async with self._writing(), self.context.database.session() as session:
+            batch = await emails.claim_unsettled_emails(
+                session, now, self.owner, self.lease, limit, busy=set(self._busy)
+            )
+            await session.commit()
+        return self._taken(batch)
+
+    def _taken(self, batch: emails.ClaimedBatch) -> list[ClaimedEmail]:
+        busy, domains, attachments = self._busy, batch.domains, batch.attachments
+        taken = []
+        for email in batch.emails:
+            busy.add(email.id)
+            domain = domains.get(email.domain_id) if email.domain_id else None
+            taken.append(
+                ClaimedEmail(
+                    email,
+                    domain,
+                    attachments.get(email.id, ()),
+                    batch.handed_over_by.get(email.id),
+                )
+            )
+        return taken
+
+    # --- one delivery ---------------------------------------------------------------
 
     async def _attempt(
         self, email: Email, domain: Domain | None, attachments: Sequence[EmailAttachment]
@@ -412,40 +381,6 @@ class DeliveryWorker:
         outcome = await self.provider.settle(delivery)
         await self.journal.record(email, outcome, simulated)
 
-    async def _discard_old_receipts(self, receipts: Path) -> None:
-        """Receipt books of runners that hold no lease any more: nothing left to settle
-        from them."""
-        others = [name for name in await asyncio.to_thread(_books, receipts) if name != self.owner]
-        if not others:
-            return
-        async with self.context.database.session() as session:
-            holding = await emails.owners_holding_leases(session, others)
-        for owner in others:
-            if owner not in holding:
-                with contextlib.suppress(FileNotFoundError):
-                    (receipts / f"{owner}.receipts").unlink()
-
     async def sweep_outbox(self, outbox: OutboxProvider) -> None:
-        """Pending outbox files of attempts that are over, at start-up and while running
-        (their runner was killed before the handover committed): listed first, then
-        checked against the leases. Once another attempt holds the email (or it is
-        settled), such a file is nobody's. A handed-over email (``sent``) keeps every
-        pending file: settling it reads one."""
-        files = await asyncio.to_thread(outbox.pending_files)
-        if not files:
-            return
-        async with self.context.database.session() as session:
-            found = await emails.email_leases_and_statuses(
-                session, [email_id for email_id, _ in files]
-            )
-        for email_id, attempt in files:
-            owner, status = found.get(email_id, (None, "gone"))
-            if owner != attempt and status != "sent":
-                outbox.discard(email_id, attempt)
-
-
-def _books(directory: Path) -> list[str]:
-    """The runners with a receipt book in ``directory``."""
-    if not directory.is_dir():
-        return []
-    return [path.name.removesuffix(".receipts") for path in directory.glob("*.receipts")]
+        """Pending outbox files of attempts that are over (``runner.delivery_leftovers``)."""
+        await sweep_outbox(self.context.database, outbox)

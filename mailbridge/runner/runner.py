@@ -4,11 +4,12 @@
 it from the API's lifespan); ``run_until_stopped()`` is the ``mailbridge runner``
 daemon, which stops on SIGTERM after finishing or releasing what it holds.
 
-Two kinds of work: *workers*, long-running loops that claim due rows (deliveries —
-``runner.delivery``; activity events handed to their consumers — ``runner.activity``;
-webhook attempts — ``runner.webhooks``; automation runs — ``runner.automations``;
-campaigns turned into emails — ``runner.campaigns``), and *ticks*, periodic
-jobs run by APScheduler 3 with a memory job store — never one job per row.
+Two kinds of work: *workers*, each a queue of due rows driven by the one claim loop
+(``runner.claim_loop``: deliveries — ``runner.delivery``; activity events handed to their
+consumers — ``runner.activity``; webhook attempts — ``runner.webhooks``; automation runs
+— ``runner.automations``; campaigns turned into emails — ``runner.campaigns``), and
+*ticks*, periodic jobs run by APScheduler 3 with a memory job store — never one job per
+row.
 """
 
 from __future__ import annotations

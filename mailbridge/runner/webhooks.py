@@ -1,11 +1,9 @@
-"""The webhook worker: claims due deliveries, POSTs them signed, records what came of it.
+"""The webhook worker: the queue of due webhook deliveries, each POSTed signed.
 
-The loop claims due deliveries in batches (``services.webhook_deliveries``) while it
-has room — at most ``settings.webhook_concurrency`` attempts in flight — and
-otherwise sleeps until the fan-out adds deliveries in this process
-(:meth:`WebhookWorker.deliveries_added`), an attempt finishing, or the
-poll interval (≤ 250 ms), after which a read-only "next due" query says whether a
-claim is worth a write.
+Driven by the claim loop (``runner.claim_loop``): deliveries are claimed in batches
+(``services.webhooks``) while there is room — at most ``settings.webhook_concurrency``
+attempts in flight — after a read-only "next due" look, which the fan-out spares when it
+adds deliveries in this process (:meth:`WebhookWorker.deliveries_added`).
 
 Outcomes are written in groups: attempts that finish while a group is being written
 wait for the next one, so under load one transaction records many of them, and when
@@ -13,9 +11,9 @@ idle each is written at once. A runner killed before writing an outcome leaves t
 delivery leased; the lease runs out and it is attempted again — receivers see a
 repeat with the same ``X-Service-Event-Id``, never a loss.
 
-Stopping (``stopping`` set): no more claims; attempts in flight get ``stop_grace``
-seconds, the rest are cancelled; the outcomes are written and the leases of attempts
-that never finished are given back.
+Stopping: no more claims; attempts in flight get ``stop_grace`` seconds, the rest are
+cancelled; the outcomes are written and the leases of attempts that never finished are
+given back.
 """
 
 from __future__ import annotations
@@ -23,14 +21,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import httpx
 from structlog.contextvars import bind_contextvars
 
 from mailbridge.mail.http_post import AiohttpPoster, Poster
 from mailbridge.runner.backoff import Backoff
-from mailbridge.runner.delivery import new_owner
+from mailbridge.runner.claim_loop import Batch, ClaimLoop, Limits, new_owner, write_turn
 from mailbridge.services import metrics, webhooks
 from mailbridge.services.context import ServiceContext
 from mailbridge.services.email import RetryPolicy
@@ -74,7 +72,6 @@ class WebhookWorker:
         self._given_transport = transport
         self._poster: Poster | None = None  # made by the worker when none is given
         self._sender: WebhookSender | None = None
-        self._in_flight: set[asyncio.Task[None]] = set()
         self._outcomes: list[Outcome] = []
         self._outcomes_waiting = asyncio.Event()
         self._recorder: asyncio.Task[None] | None = None
@@ -82,22 +79,36 @@ class WebhookWorker:
         # SQLite: claims and outcome writes take turns (with the dispatcher's, when it shares
         # the lock) rather than meet in SQLite's busy handler, which sleeps.
         self._write_lock = write_lock or asyncio.Lock()
-        self._signal = asyncio.Event()
-        self._woken = False
-        self._backoff = Backoff(self.name)
         self._record_backoff = Backoff(f"{self.name} outcomes")
         self.record_commits = 0  # transactions that wrote outcomes (benchmarks)
-
-    # --- lifecycle ------------------------------------------------------------------
+        limits = Limits(
+            self.batch_size, self.poll_interval, self.concurrency, self.refill, stop_grace
+        )
+        self._loop: ClaimLoop[ClaimedDelivery] = ClaimLoop(self, context.clock, limits)
 
     def notify(self) -> None:
         """Something may have come due (``Runner.notify``): look now, not at the next poll."""
-        self._signal.set()
+        self._loop.notify()
 
     def deliveries_added(self) -> None:
         """The fan-out committed deliveries due now: claim without looking first."""
-        self._woken = True
-        self._signal.set()
+        self._loop.notify(due_now=True)
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        await self._loop.run(stopping)
+
+    async def deliver_due(self) -> int:
+        """Claim and attempt until nothing is due, outcomes written (tests, operators);
+        the number of attempts made."""
+        await self.open()
+        total = 0
+        while claimed := (await self.claim(self.batch_size)).items:
+            total += len(claimed)
+            await asyncio.gather(*(self.process(delivery) for delivery in claimed))
+            await self._write_outcomes()
+        return total
+
+    # --- the queue (claim_loop.Queue) -------------------------------------------------
 
     async def open(self) -> None:
         if self._sender is not None:
@@ -114,15 +125,36 @@ class WebhookWorker:
         )
         self._recorder = asyncio.create_task(self._record_loop(), name="webhook-outcomes")
 
+    async def next_due(self) -> datetime | None:
+        async with self.context.database.session() as session:
+            return await webhooks.next_delivery_due_at(session)
+
+    async def claim(self, limit: int) -> Batch[ClaimedDelivery]:
+        async with self._writing(), self.context.database.session() as session:
+            claimed = await webhooks.claim_due_deliveries(
+                session, self.context.clock.now(), self.owner, self.lease, limit
+            )
+            await session.commit()
+        return Batch(claimed, more=len(claimed) == limit)
+
+    async def process(self, item: ClaimedDelivery) -> None:
+        assert self._sender is not None
+        bind_contextvars(webhook_delivery_id=item.id)  # this attempt's own task
+        try:
+            outcome = await self._sender.attempt(item)
+        except Exception:
+            # The lease runs out and the delivery is attempted again.
+            logger.exception("attempting webhook delivery %s failed", item.id)
+            return
+        logger.debug("webhook attempt answered %s", outcome.status_code)
+        metrics.webhook_attempted(outcome.status_code)
+        self._outcomes.append(outcome)
+        self._outcomes_waiting.set()
+
     async def close(self) -> None:
+        """Once the attempts in flight are over (the loop drained them)."""
         if self._sender is None:
             return
-        if self._in_flight:
-            _done, late = await asyncio.wait(set(self._in_flight), timeout=self.stop_grace)
-            for task in late:
-                task.cancel()
-            if late:
-                await asyncio.gather(*late, return_exceptions=True)
         if self._recorder is not None:
             self._recorder.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -140,93 +172,10 @@ class WebhookWorker:
             self._poster = None
         self._sender = None
 
-    async def run(self, stopping: asyncio.Event) -> None:
-        await self.open()
-        watcher = asyncio.create_task(self._wake_on(stopping))
-        try:
-            await self._loop(stopping)
-        finally:
-            watcher.cancel()
-            await self.close()
-
-    async def _wake_on(self, stopping: asyncio.Event) -> None:
-        await stopping.wait()
-        self._signal.set()
-
-    # --- claiming -------------------------------------------------------------------
-
-    async def _loop(self, stopping: asyncio.Event) -> None:
-        while not stopping.is_set():
-            self._signal.clear()
-            free = self.concurrency - len(self._in_flight)
-            try:
-                if free >= self.refill or (free > 0 and not self._in_flight):
-                    wanted = min(free, self.batch_size)
-                    # A full batch: more may be due, claim again at once.
-                    if await self._due() and await self._claim_and_start(wanted) == wanted:
-                        continue
-            except Exception as exc:
-                await self._backoff.failed(exc, "claiming due webhook deliveries", stopping)
-                continue
-            self._backoff.succeeded()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.poll_interval):
-                    await self._signal.wait()
-
-    async def _due(self) -> bool:
-        if self._woken:
-            self._woken = False
-            return True
-        async with self.context.database.session() as session:
-            due_at = await webhooks.next_delivery_due_at(session)
-        return due_at is not None and due_at <= self.context.clock.now()
-
     def _writing(self) -> contextlib.AbstractAsyncContextManager[object]:
-        return self._write_lock if self.context.database.is_sqlite else contextlib.nullcontext()
+        return write_turn(self.context.database, self._write_lock)
 
-    async def _claim_and_start(self, limit: int) -> int:
-        async with self._writing(), self.context.database.session() as session:
-            claimed = await webhooks.claim_due_deliveries(
-                session, self.context.clock.now(), self.owner, self.lease, limit
-            )
-            await session.commit()
-        for delivery in claimed:
-            task = asyncio.create_task(self._attempt(delivery))
-            self._in_flight.add(task)
-            task.add_done_callback(self._finished)
-        return len(claimed)
-
-    def _finished(self, task: asyncio.Task[None]) -> None:
-        self._in_flight.discard(task)
-        self._signal.set()
-
-    async def deliver_due(self) -> int:
-        """Claim and attempt until nothing is due, outcomes written (tests, operators);
-        the number of attempts made."""
-        await self.open()
-        total = 0
-        while claimed := await self._claim_and_start(self.batch_size):
-            total += claimed
-            if self._in_flight:
-                await asyncio.gather(*set(self._in_flight), return_exceptions=True)
-            await self._write_outcomes()
-        return total
-
-    # --- attempts and their outcomes ----------------------------------------------------
-
-    async def _attempt(self, delivery: ClaimedDelivery) -> None:
-        assert self._sender is not None
-        bind_contextvars(webhook_delivery_id=delivery.id)  # this attempt's own task
-        try:
-            outcome = await self._sender.attempt(delivery)
-        except Exception:
-            # The lease runs out and the delivery is attempted again.
-            logger.exception("attempting webhook delivery %s failed", delivery.id)
-            return
-        logger.debug("webhook attempt answered %s", outcome.status_code)
-        metrics.webhook_attempted(outcome.status_code)
-        self._outcomes.append(outcome)
-        self._outcomes_waiting.set()
+    # --- outcomes ----------------------------------------------------------------------
 
     async def _record_loop(self) -> None:
         while True:
