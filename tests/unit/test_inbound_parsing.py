@@ -5,6 +5,7 @@ raises."""
 
 from __future__ import annotations
 
+import re
 from email import message_from_bytes, policy
 from email.message import EmailMessage, Message
 from email.utils import getaddresses, parsedate_to_datetime
@@ -20,6 +21,31 @@ from mailbridge.services.inbound._parsing import decoded, parse
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "inbound"
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+
+
+def _parts(message: Message, parent: Message | None = None, index: int = 0) -> Any:
+    """The leaves of the MIME tree with their parent and position; a message/* part is a
+    leaf (what is inside an attached message is not the outer message's)."""
+    if message.get_content_maintype() == "multipart" and message.is_multipart():
+        for position, part in enumerate(message.get_payload()):
+            yield from _parts(part, message, position)
+    else:
+        yield message, parent, index
+
+
+def _safe(filename: str) -> str:
+    """What a file system takes: no path separators, no characters Windows refuses."""
+    return " ".join(re.sub(r'[\x00-\x1f/\\:*?"<>|]', " ", filename).split())
+
+
+def _as_sent(raw: bytes, parent: Message | None, index: int) -> bytes:
+    """The body of the ``index``-th part of ``parent`` cut from the raw bytes at its
+    boundary lines (the line end before a boundary is the boundary's, RFC 2046 §5.1.1)."""
+    assert parent is not None
+    delimiter = re.escape(b"--" + str(parent.get_boundary()).encode())
+    segments = re.split(rb"\r?\n" + delimiter + rb"(?:--)?[ \t]*(?=\r?\n)", raw)
+    part = segments[index + 1].split(b"\n", 1)[1]  # after the boundary line's end
+    return re.split(rb"\r?\n\r?\n", part, maxsplit=1)[1]  # after the part's headers
 
 
 def _oracle(raw: bytes) -> dict[str, Any]:
@@ -38,11 +64,16 @@ def _oracle(raw: bytes) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     for name, value in message.items():
         headers.setdefault(name.lower(), []).append(text(value))
-    attachments = []
-    for part in message.walk():
-        if part.is_multipart():
-            continue
+    attachments: list[tuple[str | None, str, str | None, Any]] = []
+    for part, parent, index in _parts(message):
         filename = part.get_filename()
+        if part.get_content_type() == "message/rfc822":  # one attachment, the bytes as sent
+            inner = part.get_payload(0)
+            attachments.append((
+                text(filename) or _safe(f"{inner['Subject']}.eml"), "message/rfc822",
+                text(part.get("Content-ID")), _as_sent(raw, parent, index),
+            ))  # fmt: skip
+            continue
         if part.get_content_disposition() != "attachment" and filename is None:
             continue
         attachments.append((

@@ -1,10 +1,14 @@
 """Inbound mail: what mailbridge receives itself, with no provider in between.
 
 Owns ``received_emails`` and ``received_attachments`` (and the content-addressed blobs
-under the data directory): the SMTP listener (``_listener``), routing and storing a
-message rows first (``_receiving``), parsing it (``_parsing``; what a DSN, an ARF report
-or a reply says is ``mail.inbound_reports``, and the email context records it), and
-reading it back (``_reading``).
+under the data directory): the SMTP listener (``_listener``; DATA read and refused for
+its real cause by ``_smtp``), routing (``_routing``) and storing a message rows first
+(``_receiving``, ``_writer``, ``_storing``: a row per envelope recipient), parsing it
+within bounds (``_parsing`` over the depth- and part-capped parser of ``_mime``, in a
+worker process with a time limit for anything but small simple mail: ``_parse_worker``),
+deciding what a report may change (``_reports``: what a DSN, an ARF report or a reply
+says is ``mail.inbound_reports``; the email context records it), and reading it back
+(``_reading``).
 """
 
 from __future__ import annotations

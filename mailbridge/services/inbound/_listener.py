@@ -1,9 +1,10 @@
 """The SMTP listener (aiosmtpd) on ``MAILBRIDGE_INBOUND_SMTP``.
 
 RCPT: routed (``_routing``) or ``550 5.1.1``; a team over its quota ``452
-4.2.2``. DATA over the spec's 40 MB: ``552`` (aiosmtpd's size limit). DATA: stored,
-then ``250``; a failure to store is ``451`` (the sender retries), a team gone over its
-quota meanwhile ``452``. STARTTLS when ``MAILBRIDGE_INBOUND_TLS_CERT`` and ``_KEY`` are set.
+4.2.2``. DATA over the spec's 40 MB: ``552``; with a bare LF line end or a line over
+1,000 octets, refused naming which (``_smtp``). DATA: stored, then ``250``; a failure
+to store is ``451`` (the sender retries), a team gone over its quota meanwhile ``452``.
+STARTTLS when ``MAILBRIDGE_INBOUND_TLS_CERT`` and ``_KEY`` are set.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from dns.resolver import LRUCache
 from mailbridge.errors import DailyQuotaExceeded, MonthlyQuotaExceeded
 from mailbridge.services import metrics
 from mailbridge.services.context import ServiceContext
+from mailbridge.services.inbound._parse_worker import start_workers
 from mailbridge.services.inbound._receiving import prepare
 from mailbridge.services.inbound._routing import Route, Router
+from mailbridge.services.inbound._smtp import InboundSMTP
 from mailbridge.services.inbound._writer import InboundWriter
 
 logger = logging.getLogger(__name__)
@@ -113,12 +116,15 @@ async def start_listener(
         logging.getLogger("mail.log").setLevel(logging.WARNING)
     handler = InboundHandler(context)
     tls = _tls_context(context)
+    start_workers()  # the parse workers (``_parse_worker``), before the first big message
+    # Left to aiosmtpd, the name would be looked up (socket.getfqdn) on the loop for every
+    # connection: once, here, off the loop.
+    hostname = context.settings.inbound_hostname or await asyncio.to_thread(socket.getfqdn)
 
     def protocol() -> Any:
-        return SMTP(
+        return InboundSMTP(
             handler, data_size_limit=MAX_MESSAGE_BYTES, enable_SMTPUTF8=True,
-            hostname=context.settings.inbound_hostname or None, tls_context=tls,
-            decode_data=False,
+            hostname=hostname, tls_context=tls, decode_data=False,
         )  # fmt: skip
 
     loop = asyncio.get_running_loop()

@@ -24,7 +24,7 @@ from mailbridge.clock import isoformat_ms
 from mailbridge.errors import NotFound, ValidationError
 from mailbridge.mail.signed_links import RECEIVED_ATTACHMENT, RECEIVED_RAW, received_url
 from mailbridge.services.inbound._blobs import cache_blobs, read_blob, read_verified, stage_blob
-from mailbridge.services.inbound._parsing import parse
+from mailbridge.services.inbound._parse_worker import read_bounded
 from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.queries import get_owned
 from mailbridge.storage.tables import ReceivedAttachment, ReceivedEmail
@@ -143,7 +143,9 @@ async def list_attachments(
 
 
 async def attachment_content(session: AsyncSession, root: Path, item: ReceivedAttachment) -> bytes:
-    """An attachment's bytes: its own blob (a cache), else read again from its message."""
+    """An attachment's bytes: its own blob (a cache), else read again from its message —
+    the part whose bytes hash to the stored checksum (positions shifted when forwarded
+    messages became attachments of their own), parsed within the listener's bounds."""
     cached = await asyncio.to_thread(read_verified, root, item.checksum)
     if cached is not None:
         return cached
@@ -151,12 +153,16 @@ async def attachment_content(session: AsyncSession, root: Path, item: ReceivedAt
     if message is None:
         raise NotFound("Attachment not found.")
     raw = await asyncio.to_thread(read_blob, root, message.blob)
-    attachments = (await asyncio.to_thread(parse, raw)).attachments
-    if item.position >= len(attachments):
+    parsed, _report = await read_bounded(raw, ())
+    staged = next(
+        (blob for blob in map(stage_blob, (a.content for a in parsed.attachments))
+         if blob.name == item.checksum),
+        None,
+    )  # fmt: skip
+    if staged is None:
         raise NotFound("Attachment not found.")
-    content = attachments[item.position].content
-    await asyncio.to_thread(partial(cache_blobs, replace=True), root, [stage_blob(content)])
-    return content
+    await asyncio.to_thread(partial(cache_blobs, replace=True), root, [staged])
+    return staged.data
 
 
 async def raw_for_download(session: AsyncSession, root: Path, received_id: str) -> bytes:
