@@ -15,11 +15,12 @@ model). Each round of the loop:
 3. **Claim.** :meth:`Queue.claim` leases up to the free slots (at most
    ``Limits.batch``) in one transaction and returns the :class:`Batch`: the items to
    process in flight, and whether more may be due at once (then the next round claims
-   without sleeping and without looking). A queue whose rows are acted on in the claim's
-   own transaction (runs advanced, activity dispatched, campaigns stepped) returns no
-   items.
+   without sleeping and without looking; otherwise it looks once more, for the next
+   due time). A queue whose rows are acted on in the claim's own transaction (runs
+   advanced, activity dispatched, campaigns stepped) returns no items.
 4. **Sleep** until a notify, an item finishing, stopping, the next due time the look
-   saw, or ``Limits.poll`` seconds (DESIGN §3: at most 250 ms), whichever is first.
+   saw (a short pause when rows are due yet were not claimed), or ``Limits.poll``
+   seconds (DESIGN §3: at most 250 ms), whichever is first.
 
 A round that raises backs off (:mod:`mailbridge.runner.backoff`). Stopping: no more
 claims; items in flight get ``Limits.stop_grace`` seconds, the rest are cancelled; then
@@ -46,6 +47,7 @@ from mailbridge.runner.backoff import Backoff
 from mailbridge.storage.database import Database
 
 logger = logging.getLogger(__name__)
+DUE_PAUSE = 0.05  # seconds: the pause when rows are due yet could not be claimed
 
 Item = TypeVar("Item")
 
@@ -161,7 +163,6 @@ class ClaimLoop(Generic[Item]):
                         claim = due is not None and due <= clock.now()
                     if claim:
                         self._due_now = False
-                        due = None
                         batch = await queue.claim(min(free, limits.batch))
                         if batch.items:
                             self._start(batch.items)
@@ -169,6 +170,8 @@ class ClaimLoop(Generic[Item]):
                         if more:
                             self._backoff.succeeded()
                             continue
+                        # What falls due next, so the sleep ends then (not a poll late).
+                        due = await queue.next_due()
             except Exception as exc:
                 await self._backoff.failed(exc, "taking due work", stopping)
                 continue
@@ -192,8 +195,9 @@ class ClaimLoop(Generic[Item]):
         timeout = self.limits.poll
         if due is not None:  # wake right when the next row falls due, not up to poll late
             until = (due - self.clock.now()).total_seconds()
-            if 0 < until < timeout:
-                timeout = until
+            # Due already yet not claimed (no room, or another runner holds it): a short
+            # pause, not a busy loop.
+            timeout = min(timeout, until if until > 0 else DUE_PAUSE)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout):
                 await self._signal.wait()

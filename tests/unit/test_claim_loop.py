@@ -157,6 +157,20 @@ async def test_it_wakes_when_the_next_item_falls_due_and_claims_without_looking_
     assert queue.looks_before == [1]
 
 
+async def test_after_a_claim_it_looks_and_wakes_when_the_next_item_falls_due() -> None:
+    clock = SystemClock()
+    queue = MemoryQueue(clock)
+    queue.release = asyncio.Event()  # nothing finishes, so nothing but the due time wakes it
+    queue.add(1)
+    queue.add(2, at=clock.now() + timedelta(milliseconds=80))
+    async with Running(loop_over(queue)):  # a minute's poll
+        await until(lambda: len(queue.claims) == 2 and queue.in_process == 2)
+        queue.release.set()
+        await until(lambda: sorted(queue.processed) == [1, 2])
+    # One look before the first claim, one right after it (the second item's due time).
+    assert queue.looks_before == [1, 2]
+
+
 async def test_a_full_batch_is_followed_by_another_claim_without_a_look() -> None:
     queue = MemoryQueue(SystemClock())
     queue.add(*range(25))
