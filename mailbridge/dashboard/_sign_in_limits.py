@@ -62,21 +62,29 @@ class SignInLimiter:
             return 0.0
         return max(0.0, found.last + delay_after(found.count, free) - self._monotonic())
 
+    @staticmethod
+    def _keys(
+        address: str, account: str, device: str | None
+    ) -> tuple[tuple[str, str], tuple[str, str]]:
+        """The failures an attempt counts against: (account, address or known device),
+        and the account's from anywhere."""
+        account = account.strip().lower()
+        return (account, f"device:{device}" if device else address), (account, "")
+
     async def wait(self, address: str, account: str, device: str | None) -> float:
         """Seconds before this attempt may be tried (0: now). ``device``: the nonce of a
         known device's cookie for this account, if the browser sent one that verifies."""
         if not await self._by_address.hit(PER_ADDRESS, "sign-in-address", address):
             return 60.0
-        account = account.strip().lower()
-        pair = self._wait((account, f"device:{device}" if device else address), FREE_FAILURES)
+        pair, anywhere = self._keys(address, account, device)
+        wait = self._wait(pair, FREE_FAILURES)
         if device is not None:
-            return pair
-        return max(pair, self._wait((account, ""), FREE_ACCOUNT_FAILURES))
+            return wait
+        return max(wait, self._wait(anywhere, FREE_ACCOUNT_FAILURES))
 
     def failed(self, address: str, account: str, device: str | None) -> None:
-        account = account.strip().lower()
         now = self._monotonic()
-        for key in ((account, f"device:{device}" if device else address), (account, "")):
+        for key in self._keys(address, account, device):
             found = self._failures.pop(key, None) or _Failures(0, now)
             found.count += 1
             found.last = now
@@ -85,6 +93,5 @@ class SignInLimiter:
             self._failures.popitem(last=False)
 
     def succeeded(self, address: str, account: str, device: str | None) -> None:
-        account = account.strip().lower()
-        for key in ((account, f"device:{device}" if device else address), (account, "")):
+        for key in self._keys(address, account, device):
             self._failures.pop(key, None)

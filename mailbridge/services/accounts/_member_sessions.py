@@ -8,7 +8,6 @@ session that made it. Each revocation is in the audit log.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select, update
@@ -97,13 +96,9 @@ async def revoke_member_sessions(
 def session_view(row: MemberSession, current: str | None = None) -> dict[str, Any]:
     """``current``: the token of the caller's own session (marked as such)."""
     prefix = tokens.split(current, MEMBER_SESSION_KIND) if current else None
-
-    def at(value: datetime | None) -> str | None:
-        return isoformat_ms(value) if value is not None else None
-
     return {
         "object": "session", "id": row.id, "member_id": row.member_id,
-        "created_at": at(row.created_at), "expires_at": at(row.expires_at),
+        "created_at": isoformat_ms(row.created_at), "expires_at": isoformat_ms(row.expires_at),
         "user_agent": row.user_agent, "client_address": row.client_address,
         "current": prefix is not None and prefix == row.token_prefix,
     }  # fmt: skip
