@@ -7,9 +7,11 @@ adds deliveries in this process (:meth:`WebhookWorker.deliveries_added`).
 
 Outcomes are written in groups: attempts that finish while a group is being written
 wait for the next one, so under load one transaction records many of them, and when
-idle each is written at once. A runner killed before writing an outcome leaves the
-delivery leased; the lease runs out and it is attempted again — receivers see a
-repeat with the same ``X-Service-Event-Id``, never a loss.
+idle each is written at once. An attempt keeps its slot until its outcome is
+committed, so at most ``webhook_concurrency`` deliveries are ever POSTed and not yet
+recorded. A runner killed before writing an outcome leaves the delivery leased; the
+lease runs out and it is attempted again — receivers see a repeat with the same
+``X-Service-Event-Id`` (at most ``webhook_concurrency`` a kill), never a loss.
 
 Stopping: no more claims; attempts in flight get ``stop_grace`` seconds, the rest are
 cancelled; the outcomes are written and the leases of attempts that never finished are
@@ -72,7 +74,8 @@ class WebhookWorker:
         self._given_transport = transport
         self._poster: Poster | None = None  # made by the worker when none is given
         self._sender: WebhookSender | None = None
-        self._outcomes: list[Outcome] = []
+        # Outcomes not yet written, each with the future its attempt waits on.
+        self._outcomes: list[tuple[Outcome, asyncio.Future[None]]] = []
         self._outcomes_waiting = asyncio.Event()
         self._recorder: asyncio.Task[None] | None = None
         self._record_lock = asyncio.Lock()
@@ -148,8 +151,10 @@ class WebhookWorker:
             return
         logger.debug("webhook attempt answered %s", outcome.status_code)
         metrics.webhook_attempted(outcome.status_code)
-        self._outcomes.append(outcome)
+        written = asyncio.get_running_loop().create_future()
+        self._outcomes.append((outcome, written))
         self._outcomes_waiting.set()
+        await written  # the slot stays taken until the outcome is committed
 
     async def close(self) -> None:
         """Once the attempts in flight are over (the loop drained them)."""
@@ -195,8 +200,8 @@ class WebhookWorker:
 
     async def _write_waiting_outcomes(self) -> None:
         self._outcomes_waiting.clear()
-        outcomes, self._outcomes = self._outcomes, []
-        if not outcomes:
+        waiting, self._outcomes = self._outcomes, []
+        if not waiting:
             return
         try:
             async with self._writing(), self.context.database.session() as session:
@@ -204,15 +209,18 @@ class WebhookWorker:
                     session,
                     self.context.clock.now(),
                     self.owner,
-                    outcomes,
+                    [outcome for outcome, _written in waiting],
                     retry_policy=self.retry_policy,
                     disable_after=self.disable_after,
                 )
                 await session.commit()
         except BaseException:
-            self._outcomes[:0] = outcomes  # kept for the next write
+            self._outcomes[:0] = waiting  # kept for the next write
             self._outcomes_waiting.set()
             raise
         self.record_commits += 1
+        for _outcome, written in waiting:
+            if not written.done():  # an attempt cancelled at stop no longer waits
+                written.set_result(None)
         for hook_id in disabled:
             logger.warning("webhook %s disabled: its endpoint kept failing", hook_id)
