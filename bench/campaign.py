@@ -37,7 +37,7 @@ from mailbridge.config import Settings
 from mailbridge.services import accounts, audiences, campaigns, domains
 from mailbridge.services.accounts import Principal
 from mailbridge.services.campaigns import CampaignFields, SendCampaign
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.database import Database
 from mailbridge.storage.migrate import upgrade
 from mailbridge.storage.tables import Contact, Email

@@ -131,8 +131,8 @@ async def _seed(env: dict[str, str], contacts: int) -> dict[str, str]:
     from mailbridge.clock import SystemClock
     from mailbridge.config import Settings
     from mailbridge.services import accounts
-    from mailbridge.services.context import ServiceContext
     from mailbridge.services.domains import DomainOptions, create_domain
+    from mailbridge.services.kernel import ServiceContext
     from mailbridge.storage.database import Database
 
     _run(_mailbridge("db", "upgrade"), env)

@@ -64,8 +64,8 @@ from mailbridge.config import Settings
 from mailbridge.mail.rendering import SHIPPED, RenderJob, RenderPaths, SigningKey, render
 from mailbridge.runner.delivery import DeliveryWorker, default_render_processes
 from mailbridge.services import accounts, domains
-from mailbridge.services.context import ServiceContext
-from mailbridge.services.email import envelope_sender
+from mailbridge.services.delivery import envelope_sender
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.database import Database
 from mailbridge.storage.migrate import upgrade
 from mailbridge.storage.tables import Domain, Email, EmailEvent

@@ -33,7 +33,7 @@ from mailbridge.clock import FakeClock, SystemClock
 from mailbridge.config import Settings
 from mailbridge.engine import Engine, Event, MemoryBackend, MemoryReferences, TemplateContent, build
 from mailbridge.services.automations import sql_engine
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.steps import VOCABULARY
 from mailbridge.storage.database import Database
 from mailbridge.storage.migrate import upgrade

@@ -41,8 +41,8 @@ from bench.smtp_sink import free_port
 from mailbridge.clock import SystemClock
 from mailbridge.config import Settings
 from mailbridge.services import accounts
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.domains import DomainOptions, create_domain
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.database import Database
 from mailbridge.storage.migrate import upgrade
 from mailbridge.storage.tables import ReceivedEmail

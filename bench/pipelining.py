@@ -38,7 +38,7 @@ from mailbridge.cli.main import event_loop_runner
 from mailbridge.clock import SystemClock
 from mailbridge.config import Settings
 from mailbridge.mail.rendering import SHIPPED
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.database import Database
 from mailbridge.storage.migrate import upgrade
 

@@ -21,7 +21,8 @@ from typing import Any
 from sqlalchemy import insert, select
 
 from mailbridge.clock import SystemClock
-from mailbridge.services.audiences import SegmentFilter, member_ids
+from mailbridge.services.audiences import SegmentFilter
+from mailbridge.services.audiences._segments import member_ids
 from mailbridge.storage.database import Database
 from mailbridge.storage.migrate import upgrade
 from mailbridge.storage.tables import Audience, Contact, ContactProperty, Segment, Team

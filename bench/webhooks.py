@@ -50,8 +50,7 @@ from mailbridge.runner import Runner
 from mailbridge.runner.activity import ActivityDispatcher
 from mailbridge.runner.webhooks import WebhookWorker
 from mailbridge.services import accounts, webhooks
-from mailbridge.services.activity import record_event
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext, record_event
 from mailbridge.services.webhooks import default_consumers
 from mailbridge.storage.database import Database
 from mailbridge.storage.migrate import upgrade

@@ -88,23 +88,27 @@ class RecordingHandler:
         return "250 OK"
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        # The message is the relay's once its terminator arrived, as a real MTA's is: it
+        # is kept before the delay (the work before the answer), so a client killed while
+        # waiting for the answer — its connection gone, this handler cancelled — has
+        # still delivered it.
         with self.lock:
             self.transactions_started += 1
+            reply = self.data_replies.popleft() if self.data_replies else None
+            if reply is None:
+                self.received.append(
+                    Received(
+                        envelope.mail_from,
+                        list(envelope.rcpt_tos),
+                        envelope.original_content,
+                        tls=session.ssl is not None,
+                    )
+                )
         if self.data_delay:
             await asyncio.sleep(self.data_delay)
         with self.lock:
             self.transactions += 1
-            if self.data_replies:
-                return self.data_replies.popleft()
-            self.received.append(
-                Received(
-                    envelope.mail_from,
-                    list(envelope.rcpt_tos),
-                    envelope.original_content,
-                    tls=session.ssl is not None,
-                )
-            )
-        return "250 2.0.0 OK queued"
+        return reply or "250 2.0.0 OK queued"
 
     def messages(self) -> list[Received]:
         with self.lock:

@@ -66,7 +66,7 @@ class Receiver:
     def event_ids(self) -> list[str]:
         return [request.event_id for request in self.requests()]
 
-    def wait_for(self, count: int, timeout: float = 30.0) -> list[Received]:
+    def wait_for(self, count: int, timeout: float = 60.0) -> list[Received]:
         deadline = time.monotonic() + timeout
         while len(self.requests()) < count:
             assert time.monotonic() < deadline, f"only {len(self.requests())} of {count} arrived"

@@ -54,8 +54,8 @@ from mailbridge.config import Settings
 from mailbridge.runner import Runner
 from mailbridge.services import inbound
 from mailbridge.services.accounts import RequestLogSink
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.email import EmailWriter
+from mailbridge.services.kernel import ServiceContext
 
 logger = logging.getLogger(__name__)
 
@@ -105,9 +105,9 @@ def telemetry_config(environ: Mapping[str, str]) -> TelemetryConfig:
     """FastAPI's native OpenTelemetry, on only where the environment asks for OpenTelemetry.
 
     Left on, FastAPI asks the global providers on every request whether anybody listens
-    (3 % of a send's CPU); nobody does unless an SDK was configured, which the
-    environment says: ``OTEL_*`` variables (``opentelemetry-instrument`` and the SDK read
-    them) or ``FASTAPI_OTEL_AUTO_CONFIGURE``.
+    (costing every send); nobody does unless an SDK was configured, which the environment
+    says: ``OTEL_*`` variables (``opentelemetry-instrument`` and the SDK read them) or
+    ``FASTAPI_OTEL_AUTO_CONFIGURE``.
     """
     wanted = any(name.startswith("OTEL_") for name in environ) or (
         environ.get("FASTAPI_OTEL_AUTO_CONFIGURE", "").lower() == "true"

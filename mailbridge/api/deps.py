@@ -10,7 +10,7 @@ from pydantic import WithJsonSchema
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.services.accounts import Action, Principal, RequestLogSink
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.pagination import MAX_LIMIT, PageRequest
 
 # Every dependency here is ``async``: FastAPI runs plain ``def`` dependencies in a

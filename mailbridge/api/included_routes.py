@@ -1,7 +1,7 @@
 """Routers included into an app once per process, whatever the number of apps.
 
 FastAPI (0.165) works out an included route's handler — the validators of its
-parameters, bodies and answers — at the first request an app gets, about a second for
+parameters, bodies and answers — at the first request an app gets, a long wait for
 the whole API and dashboard here. A process that builds many apps (each test of the
 integration tier builds one over its own database, a bench builds one per variant) would
 pay that again for each. The inclusion itself holds nothing of the app (the services

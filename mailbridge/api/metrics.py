@@ -28,8 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mailbridge.api.deps import ContextDep
 from mailbridge.errors import MissingApiKey, NotFound
-from mailbridge.services import metrics
-from mailbridge.services.metrics_scrape import database_metrics
+from mailbridge.services.operations import database_metrics, observe_request, process_metrics
 
 UNMATCHED = "unmatched"
 APP_ROOT_PATH = "mailbridge.app_root_path"  # the root path before any mount
@@ -128,7 +127,7 @@ class HttpMetrics:
         try:
             await self.app(scope, receive, send_with_status)
         finally:
-            metrics.observe_request(
+            observe_request(
                 self._template(scope), scope["method"], status, time.perf_counter() - started
             )
 
@@ -161,5 +160,5 @@ def _authorized(request: Request, token: str | None) -> None:
 @router.get("/metrics")
 async def metrics_text(request: Request, context: ContextDep) -> Response:
     _authorized(request, context.settings.metrics_token)
-    body = metrics.process_metrics() + await database_metrics(context)
+    body = process_metrics() + await database_metrics(context)
     return Response(body, media_type=CONTENT_TYPE_LATEST)

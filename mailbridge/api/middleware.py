@@ -25,8 +25,9 @@ from mailbridge.services.accounts import (
     RequestLogSink,
     authenticate,
     bearer_token,
+    principal_cache,
 )
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 
 logger = logging.getLogger(__name__)
 
@@ -138,7 +139,7 @@ class ApiMiddleware:
         if not header(scope, b"user-agent"):
             raise MissingUserAgent()
         token = bearer_token(header(scope, b"authorization"))
-        cache = self.context.principals
+        cache = principal_cache(self.context)
         cached = cache.get(token)
         if cached is not None and cached.expired(self.context.clock.now()):
             cache.discard(token)  # authenticate again: it answers for the expired key

@@ -3,7 +3,7 @@
 The send routes are the hot path of the service. Through FastAPI each call also passes
 its exception and exit-stack middlewares, the router's matching, the request object,
 dependency solving (which re-reads query, headers and cookies) and the response
-class: about a third of the CPU a send costs (docs/decisions.md, "Send-path
+class: a large share of the CPU a send costs (docs/decisions.md, "Send-path
 throughput"). This innermost middleware answers a well-formed JSON send itself, with the
 same functions the FastAPI routes call (:func:`answer_send`) and the same error envelope
 (:func:`~mailbridge.api.envelope.known_error_response`). Anything else — another content
@@ -27,8 +27,8 @@ from mailbridge.api.envelope import known_error_response
 from mailbridge.errors import ValidationError
 from mailbridge.services import email as emails
 from mailbridge.services.accounts import Action, Principal
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.email import EmailWriter, SendEmailRequest
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.json_text import json_encoder
 
 SEND_PATHS = {"/emails": False, "/emails/batch": True}  # path -> batch

@@ -11,7 +11,7 @@ from mailbridge.cli.operator import TeamOption, with_session
 from mailbridge.cli.output import emit
 from mailbridge.errors import ValidationError
 from mailbridge.services import accounts, domains
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 
 domains_app = typer.Typer(help="Sending domains (operator side).", no_args_is_help=True)
 

@@ -1,8 +1,8 @@
 """The ``mailbridge`` command line.
 
 The server's parts (the app, the runner, the listener, uvicorn) are imported by the
-commands that run them: an operator command (``admin keys create``) then starts in half
-the time.
+commands that run them: an operator command (``admin keys create``) then starts much
+faster.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from mailbridge.cli.log_lines import configure as configure_log_lines
 from mailbridge.cli.output import run
 from mailbridge.cli.webhooks import webhooks_app
 from mailbridge.config import Settings
-from mailbridge.services import accounts
-from mailbridge.services.context import ServiceContext
+from mailbridge.services import accounts, members
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.migrate import upgrade
 
 app = typer.Typer(
@@ -63,8 +63,8 @@ def settle_heap() -> None:
     which runs the runner's delivery worker in its own process).
 
     Everything built at start (modules, the app, SQLAlchemy's metadata) lives as long as
-    the process, yet each full collection walked all of it again: ~80 ms pauses under
-    load, a tenth of the CPU. Freezing moves it out of the collector's sight; the higher
+    the process, yet each full collection walked all of it again: long pauses under
+    load, costly in CPU. Freezing moves it out of the collector's sight; the higher
     first threshold lets short-lived request objects go by reference counting alone
     (cycles still get collected once 50,000 containers accumulate).
     """
@@ -86,9 +86,9 @@ def _return_large_blocks() -> None:
     glibc serves blocks over 128 KiB with mmap and unmaps them when freed — until the
     first such block is freed: then it raises the threshold to that block's size, and
     later blocks as large (a body near the size limit, its decoded text, the message
-    composed from it) come from the heap, which keeps them. Measured on ``serve`` with
-    a 7.4 MB body sent four times: RSS +53, -7, +15, +14 MB without this; +25, 0, 0, 0
-    with it (tests/acceptance/test_body_memory.py). Setting the thresholds fixes them.
+    composed from it) come from the heap, which keeps them. On ``serve``, RSS grows with
+    each large body without this, and stays flat after the first with it
+    (tests/acceptance/test_body_memory.py). Setting the thresholds fixes them.
     """
     if not sys.platform.startswith("linux"):
         return
@@ -249,7 +249,7 @@ def bootstrap(
                 )
                 await accounts.add_team_member(
                     session, context.clock, team, FIRST_OWNER, accounts.Role.OWNER,
-                    await accounts.hash_password(password),
+                    await members.hash_password(password),
                 )  # fmt: skip
                 return token
         finally:

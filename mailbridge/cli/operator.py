@@ -12,9 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.cli.output import emit, run
 from mailbridge.clock import isoformat_ms
 from mailbridge.config import Settings
-from mailbridge.services import accounts
+from mailbridge.services import accounts, members
 from mailbridge.services.accounts import Permission, Role, api_key_view
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.migrate import upgrade
 
 T = TypeVar("T")
@@ -157,7 +157,7 @@ def members_add(
 
     async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
         owner = await accounts.resolve_team(session, team)
-        hashed = await accounts.hash_password(password) if password is not None else None
+        hashed = await members.hash_password(password) if password is not None else None
         member, token = await accounts.add_team_member(
             session, context.clock, owner, email, role, hashed
         )
@@ -188,8 +188,8 @@ def members_password(
 
     async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
         owner = await accounts.resolve_team(session, team)
-        member = await accounts.member_by_email(session, owner.id, email)
-        ended = await accounts.set_password(session, context.clock, member, password)
+        member = await members.member_by_email(session, owner.id, email)
+        ended = await members.set_password(session, context.clock, member, password)
         return {"object": "member", "id": member.id, "email": member.email, "password": "set",
                 "sessions_revoked": ended}  # fmt: skip
 
@@ -202,12 +202,12 @@ def sessions_list(email: Annotated[str, typer.Option("--email")], team: TeamOpti
 
     async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
         owner = await accounts.resolve_team(session, team)
-        member = await accounts.member_by_email(session, owner.id, email)
-        rows = await accounts.list_sessions(
+        member = await members.member_by_email(session, owner.id, email)
+        rows = await members.list_sessions(
             session, context.clock, owner.id, Role.OWNER, None, member.id
         )
         return {"object": "list", "has_more": False,
-                "data": [accounts.session_view(row) for row in rows]}  # fmt: skip
+                "data": [members.session_view(row) for row in rows]}  # fmt: skip
 
     emit(with_session(action))
 
@@ -220,8 +220,8 @@ def sessions_revoke(
 
     async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
         owner = await accounts.resolve_team(session, team)
-        member = await accounts.member_by_email(session, owner.id, email)
-        ended = await accounts.revoke_member_sessions(session, context.clock, member, None)
+        member = await members.member_by_email(session, owner.id, email)
+        ended = await members.revoke_member_sessions(session, context.clock, member, None)
         await session.commit()
         return {"object": "member", "id": member.id, "email": member.email,
                 "sessions_revoked": ended}  # fmt: skip

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.cli.operator import TeamOption, with_session
 from mailbridge.cli.output import emit
 from mailbridge.services import accounts, webhooks
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.pagination import PageRequest
 
 webhooks_app = typer.Typer(help="Webhooks (operator side).", no_args_is_help=True)

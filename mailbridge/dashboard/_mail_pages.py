@@ -21,8 +21,7 @@ from mailbridge.dashboard._common import (
 )
 from mailbridge.dashboard._render import page
 from mailbridge.dashboard._session import context_of
-from mailbridge.services.health import health_report
-from mailbridge.services.overview import team_overview
+from mailbridge.services.operations import health_report, team_overview
 
 router = APIRouter()
 

@@ -25,8 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.errors import ApiError
 from mailbridge.services.accounts import Principal, authenticate
-from mailbridge.services.context import ServiceContext
-from mailbridge.services.instance import instance_secret
+from mailbridge.services.kernel import ServiceContext, instance_secret
 from mailbridge.storage.tables import Member
 
 SESSION_COOKIE = "mb_session"

@@ -13,7 +13,7 @@ from mailbridge.dashboard import _session as sessions
 from mailbridge.dashboard._render import message, page
 from mailbridge.dashboard._sign_in_limits import SignInLimiter
 from mailbridge.errors import ApiError
-from mailbridge.services import accounts
+from mailbridge.services import accounts, members
 
 router = APIRouter()
 
@@ -94,7 +94,7 @@ async def login(
     context = sessions.context_of(request)
     where = accounts.Device(request.headers.get("user-agent"), client)
     async with context.database.session() as session:
-        found = await accounts.sign_in(session, context.clock, email, password, team or None, where)
+        found = await members.sign_in(session, context.clock, email, password, team or None, where)
     if found is None:
         limiter.failed(client, email, device)
         return await _login_page(request, target, email, team, "Wrong email or password.", 401)
@@ -116,8 +116,8 @@ async def logout(request: Request, csrf: Annotated[str, Form(max_length=200)] = 
                        "token).", status_code=403, name="invalid_csrf_token")  # fmt: skip
     context = sessions.context_of(request)
     async with context.database.session() as session:
-        await accounts.sign_out(session, context.clock, me.token)
-    context.principals.discard(me.token)
+        await members.sign_out(session, context.clock, me.token)
+    accounts.principal_cache(context).discard(me.token)
     response = RedirectResponse("/dashboard/login", status_code=303)
     sessions.clear_session_cookie(response)
     return response
@@ -128,15 +128,15 @@ async def invitation_form(request: Request, token: str) -> Response:
     context = sessions.context_of(request)
     try:
         async with context.database.session() as session:
-            invitation, team = await accounts.open_invitation(session, context.clock, token)
+            invitation, team = await members.open_invitation(session, context.clock, token)
     except ApiError as error:
         return message(request, None, "Invitation not found", error.message, status_code=404)
     return await sessions.with_login_csrf(
         request,
         lambda csrf: page(request, "invitation.html", None, title="Join", invitation=invitation,
-                          masked_email=accounts.masked_address(invitation.email),
+                          masked_email=members.masked_address(invitation.email),
                           team_name=team.name, csrf=csrf, error=None,
-                          min_length=accounts.MIN_PASSWORD_LENGTH),
+                          min_length=members.MIN_PASSWORD_LENGTH),
     )  # fmt: skip
 
 
@@ -157,7 +157,7 @@ async def accept_invitation(
             where = accounts.Device(
                 request.headers.get("user-agent"), request.client.host if request.client else None
             )
-            _member, session_token = await accounts.accept_invitation(
+            _member, session_token = await members.accept_invitation(
                 session, context.clock, token, email, password, where
             )
     except ApiError as error:

@@ -12,10 +12,10 @@ Structure, from the outside in (a level is left out when it would hold one part)
 The tree is built from ``compat32`` messages with payloads this module encodes
 itself (7bit when the text allows it, quoted-printable otherwise, base64 for
 attachments) and boundaries it picks, so the generator neither re-encodes nor scans
-the text for boundary collisions (``EmailMessage`` with ``policy.SMTP`` costs ~1.6 ms a
-message); ``BytesGenerator`` writes it. Bcc recipients are envelope-only and never
-appear in a header. (A hand-written writer of this tree was 1.24x the generator end to
-end, under the 1.5x that keeps a hand-written path: docs/decisions.md.)
+the text for boundary collisions (``EmailMessage`` with ``policy.SMTP`` costs far more);
+``BytesGenerator`` writes it. Bcc recipients are envelope-only and never appear in a
+header. (A hand-written writer of this tree beat the generator end to end by less than
+the 1.5x that keeps a hand-written path: docs/decisions.md.)
 """
 
 from __future__ import annotations
@@ -57,9 +57,9 @@ _PLAIN_VALUE = re.compile(r"[\t\x20-\x7e]*")
 
 class _Policy(Compat32):
     """``compat32`` that writes a header needing neither folding nor encoding — short,
-    printable ASCII, the common case — as it is, without a round through ``Header``
-    (half the generator's time). Anything else goes the library's way; both give the
-    same bytes (tests/unit/test_compose_headers.py)."""
+    printable ASCII, the common case — as it is, without a costly round through
+    ``Header``. Anything else goes the library's way; both give the same bytes
+    (tests/unit/test_compose_headers.py)."""
 
     def fold_binary(self, name: str, value: Any) -> bytes:
         limit = self.max_line_length

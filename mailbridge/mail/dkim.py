@@ -2,9 +2,8 @@
 
 Signing keeps dkimpy's canonicalization, header selection and ``DKIM-Signature``
 layout but hands the RSA operation to OpenSSL (``cryptography``): dkimpy's own
-pure-Python modular exponentiation costs ~10 ms a message, which alone would cap
-delivery near 100 messages a second; OpenSSL signs in well under a millisecond
-and releases the GIL while it does. Loaded keys are cached per PEM.
+pure-Python modular exponentiation alone would cap delivery at a low rate; OpenSSL
+signs far faster and releases the GIL while it does. Loaded keys are cached per PEM.
 :func:`sign_with_dkimpy` is dkimpy's own ``dkim.sign``: the library path the delivery
 bench times this module against, end to end.
 
@@ -61,7 +60,7 @@ class DkimKeyPair:
 
 
 def generate_key_pair(bits: int = KEY_BITS) -> DkimKeyPair:
-    """A fresh RSA key pair (CPU-bound for ~0.1 s: run it off the event loop)."""
+    """A fresh RSA key pair (CPU-heavy: run it off the event loop)."""
     private_key = rsa.generate_private_key(public_exponent=PUBLIC_EXPONENT, key_size=bits)
     pem = private_key.private_bytes(
         encoding=serialization.Encoding.PEM,
@@ -116,8 +115,8 @@ async def sign_off_loop(
     *,
     signed_at: float | None = None,
 ) -> bytes:
-    """:func:`sign`, with the RSA operation (~0.4 ms) in a worker thread: OpenSSL
-    releases the GIL, so the event loop keeps only the canonicalization and hashing.
+    """:func:`sign`, with the RSA operation in a worker thread: OpenSSL releases the GIL,
+    so the event loop keeps only the canonicalization and hashing.
 
     One signing thread: more would take the core the event loop runs on."""
     with _signing_errors(domain):
@@ -194,8 +193,8 @@ class _PendingSignature:
     than line by line through dkimpy's parser, text with nothing to canonicalize —
     no tab, no run of spaces, no trailing space, no bare newline — is taken as it is
     rather than through dkimpy's regular expressions, and the b= placeholder, last in
-    the header, is cut off rather than matched. Together they halved the ~50 µs a
-    message the signer spent outside the RSA operation.
+    the header, is cut off rather than matched. Together they cut much of the time the
+    signer spent outside the RSA operation.
     """
 
     def __init__(self, message: bytes, domain: str, selector: str, signed_at: float | None):
@@ -257,7 +256,7 @@ def _parse(message: bytes) -> tuple[list[list[bytes]], bytes]:
 def _headers_end(message: bytes) -> tuple[int, int] | None:
     """Where the blank line after the header block starts and ends (the first match of
     ``\\A\\r?\\n|\\r?\\n\\r?\\n``, found with ``bytes.find``: the regular expression
-    scanned the whole message at ~4 µs), or None."""
+    scanned the whole message), or None."""
     if message[:1] == b"\n":
         return 0, 1
     if message[:2] == b"\r\n":
@@ -274,8 +273,8 @@ def _headers_end(message: bytes) -> tuple[int, int] | None:
 def _header_fields(block: bytes) -> list[list[bytes]]:
     """``dkim.rfc822_parse`` of a header block: [name, value with CRLF] a field. A block
     of CRLF lines, each a field or a continuation, is split here (what composing
-    writes; dkimpy's line-by-line regular expressions cost ~12 µs a message); anything
-    else goes to dkimpy."""
+    writes; dkimpy's line-by-line regular expressions cost far more); anything else goes
+    to dkimpy."""
     if not block:
         return []
     fields: list[list[bytes]] = []
@@ -303,8 +302,8 @@ def _default_sign_headers(headers: list[list[bytes]]) -> list[bytes]:
 def _without_b(header_value: bytes) -> bytes:
     """``dkim.RE_BTAG.sub(b"\\1", header_value)``: the b= tag's value taken out. The
     placeholder ends the header, so it is cut off — unless something before it could
-    look like a b= tag to the expression (one in ~60 messages, a base64 body hash
-    ending in ``b=``), which goes through the expression (it costs ~7 µs)."""
+    look like a b= tag to the expression (rarely: a base64 body hash ending in ``b=``),
+    which goes through the slower expression."""
     head = len(header_value) - len(_PLACEHOLDER)  # where the placeholder starts
     if (
         head >= 3

@@ -1,15 +1,15 @@
 """Rendering a message — composing it and DKIM-signing it — here or in another process.
 
-Composing and signing are the CPU-heavy part of a delivery (~0.5 ms a message, most of
-it the RSA operation) and pure: a :class:`RenderJob` in, bytes out. The delivery
-worker's event loop also runs the SMTP conversations and the database bookkeeping,
-so on a machine with a second core the renderer moves the work there:
+Composing and signing are the CPU-heavy part of a delivery (most of it the RSA
+operation) and pure: a :class:`RenderJob` in, bytes out. The delivery worker's event
+loop also runs the SMTP conversations and the database bookkeeping, so on a machine
+with a second core the renderer moves the work there:
 
 - :class:`LocalRenderer` composes on the event loop and signs with the RSA operation
   in a thread (OpenSSL releases the GIL);
 - :class:`ProcessRenderer` sends jobs to a worker process, gathering the jobs that
-  arrive in the same turn of the event loop into one call, so the hand-off costs
-  a few microseconds a message rather than the ~150 µs of one call per message.
+  arrive in the same turn of the event loop into one call, so the hand-off costs each
+  message far less than a call of its own would.
 
 Both compose with ``mail.compose`` and sign with ``mail.dkim``, the hand-written path
 past dkimpy's signer; a :class:`RenderPaths` given to a renderer makes it sign with
@@ -49,7 +49,7 @@ PARENT_CHECK_EVERY = 0.5  # seconds
 
 @dataclass(frozen=True, slots=True)
 class _Fields:
-    """:data:`EMAIL_FIELDS` as composing reads them (an ``Email`` object costs ~20 µs)."""
+    """:data:`EMAIL_FIELDS` as composing reads them (cheaper than an ``Email`` object)."""
 
     id: str
     from_address: str

@@ -16,7 +16,7 @@ from typing import Never
 
 from mailbridge.runner.claim_loop import Batch, ClaimLoop, Limits, write_turn
 from mailbridge.services import webhooks
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.services.webhooks import ActivityConsumer
 
 BATCH_SIZE = 500

@@ -17,7 +17,7 @@ from typing import Never
 from mailbridge.engine.engine import Progress
 from mailbridge.runner.claim_loop import Batch, ClaimLoop, Limits
 from mailbridge.services.automations import sql_engine
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 
 BURST = 1.0  # seconds of batches in a row before the other writers get a turn
 

@@ -20,7 +20,7 @@ from structlog.contextvars import bound_contextvars
 
 from mailbridge.runner.claim_loop import Batch, ClaimLoop, Limits, new_owner, write_turn
 from mailbridge.services import campaigns
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 
 CLAIM = 8  # campaigns leased at once
 BURST = 0.5  # seconds of steps under the SQLite write lock before the others get a turn

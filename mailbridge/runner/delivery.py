@@ -42,10 +42,9 @@ from mailbridge.mail.providers.simulator import split_recipients
 from mailbridge.mail.rendering import SHIPPED, LocalRenderer, ProcessRenderer, Renderer, RenderPaths
 from mailbridge.runner.claim_loop import Batch, ClaimLoop, Limits, new_owner, write_turn
 from mailbridge.runner.delivery_leftovers import discard_old_receipts, sweep_outbox
-from mailbridge.services import email as emails
-from mailbridge.services.context import ServiceContext
-from mailbridge.services.email import EMAIL_RETRY_POLICY as RETRY_POLICY
-from mailbridge.services.email import (
+from mailbridge.services import delivery
+from mailbridge.services.delivery import EMAIL_RETRY_POLICY as EMAIL_RETRY_POLICY
+from mailbridge.services.delivery import (
     BuiltMessage,
     DeliveryJournal,
     MessageBuilder,
@@ -53,7 +52,7 @@ from mailbridge.services.email import (
     RetryPolicy,
     envelope_sender,
 )
-from mailbridge.services.instance import instance_secret
+from mailbridge.services.kernel import ServiceContext, instance_secret
 from mailbridge.storage.outages import describe, is_unavailable
 from mailbridge.storage.tables import Domain, Email, EmailAttachment
 
@@ -83,7 +82,7 @@ class DeliveryWorker:
         *,
         provider: Provider | None = None,
         owner: str | None = None,
-        retry_policy: RetryPolicy = RETRY_POLICY,
+        retry_policy: RetryPolicy = EMAIL_RETRY_POLICY,
         http: httpx.AsyncClient | None = None,
         stop_grace: float = STOP_GRACE,
         poll_interval: float | None = None,
@@ -176,7 +175,7 @@ class DeliveryWorker:
         await self._journal.stop()
         try:
             async with self.context.database.session() as session:
-                await emails.release_emails(session, self.owner)
+                await delivery.release_emails(session, self.owner)
                 await session.commit()
         except Exception:
             logger.exception("could not release the delivery leases of %s", self.owner)
@@ -223,7 +222,7 @@ class DeliveryWorker:
             self._look_before_claiming = True
             return now
         async with self.context.database.session() as session:
-            return await emails.next_email_due_at(session, now)
+            return await delivery.next_email_due_at(session, now)
 
     async def claim(self, limit: int) -> Batch[ClaimedEmail]:
         """Due emails; a few times a lease, first the handovers whose runner died before
@@ -239,7 +238,7 @@ class DeliveryWorker:
             self._look_before_claiming = False
             now = self.context.clock.now()
             async with self.context.database.session() as session:
-                due_at = await emails.next_email_due_at(session, now)
+                due_at = await delivery.next_email_due_at(session, now)
             if due_at is None or due_at > now:
                 limit = 0
         if limit <= 0:
@@ -275,7 +274,7 @@ class DeliveryWorker:
 
     async def _claim_due(self, limit: int) -> list[ClaimedEmail]:
         async with self._writing():
-            batch = await emails.claim_emails(
+            batch = await delivery.claim_emails(
                 self.context.database,
                 self.context.clock.now(),
                 self.owner,
@@ -289,16 +288,16 @@ class DeliveryWorker:
         """Lease handovers whose runner died before recording their outcome."""
         now = self.context.clock.now()
         async with self.context.database.session() as session:
-            if not await emails.any_unsettled_emails(session, now):
+            if not await delivery.any_unsettled_emails(session, now):
                 return []
         async with self._writing(), self.context.database.session() as session:
-            batch = await emails.claim_unsettled_emails(
+            batch = await delivery.claim_unsettled_emails(
                 session, now, self.owner, self.lease, limit, busy=set(self._busy)
             )
             await session.commit()
         return self._taken(batch)
 
-    def _taken(self, batch: emails.ClaimedBatch) -> list[ClaimedEmail]:
+    def _taken(self, batch: delivery.ClaimedBatch) -> list[ClaimedEmail]:
         busy, domains, attachments = self._busy, batch.domains, batch.attachments
         taken = []
         for email in batch.emails:
@@ -366,7 +365,7 @@ class DeliveryWorker:
         contents: dict[str, bytes] = {}
         if stored:
             async with self.context.database.session() as session:
-                contents = await emails.attachment_contents(session, stored)
+                contents = await delivery.attachment_contents(session, stored)
         return await self._builder.build(email, domain, attachments, contents)
 
     async def _settle(self, email: Email, domain: Domain | None, handed_over_by: str) -> None:

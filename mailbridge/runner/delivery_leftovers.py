@@ -13,7 +13,7 @@ import contextlib
 from pathlib import Path
 
 from mailbridge.mail.providers import OutboxProvider
-from mailbridge.services import email as emails
+from mailbridge.services import delivery
 from mailbridge.storage.database import Database
 
 
@@ -26,7 +26,9 @@ async def sweep_outbox(database: Database, outbox: OutboxProvider) -> None:
     if not files:
         return
     async with database.session() as session:
-        found = await emails.email_leases_and_statuses(session, [email_id for email_id, _ in files])
+        found = await delivery.email_leases_and_statuses(
+            session, [email_id for email_id, _ in files]
+        )
     for email_id, attempt in files:
         owner, status = found.get(email_id, (None, "gone"))
         if owner != attempt and status != "sent":
@@ -40,7 +42,7 @@ async def discard_old_receipts(database: Database, receipts: Path, owner: str) -
     if not others:
         return
     async with database.session() as session:
-        holding = await emails.owners_holding_leases(session, others)
+        holding = await delivery.owners_holding_leases(session, others)
     for other in others:
         if other not in holding:
             with contextlib.suppress(FileNotFoundError):

@@ -33,8 +33,7 @@ from mailbridge.runner.delivery import DeliveryWorker, default_render_processes
 from mailbridge.runner.signals import stop_on_signals
 from mailbridge.runner.webhooks import WebhookWorker
 from mailbridge.services import accounts, domains
-from mailbridge.services.context import ServiceContext
-from mailbridge.services.instance import record_runner_heartbeat
+from mailbridge.services.kernel import ServiceContext, record_runner_heartbeat
 from mailbridge.services.webhooks import default_consumers
 from mailbridge.storage.outages import describe, is_unavailable
 

@@ -31,12 +31,13 @@ from structlog.contextvars import bind_contextvars
 from mailbridge.mail.http_post import AiohttpPoster, Poster
 from mailbridge.runner.backoff import Backoff
 from mailbridge.runner.claim_loop import Batch, ClaimLoop, Limits, new_owner, write_turn
-from mailbridge.services import metrics, webhooks
-from mailbridge.services.context import ServiceContext
-from mailbridge.services.email import RetryPolicy
-from mailbridge.services.webhooks import WEBHOOK_RETRY_POLICY as RETRY_POLICY
+from mailbridge.services import webhooks
+from mailbridge.services.delivery import RetryPolicy
+from mailbridge.services.kernel import ServiceContext
+from mailbridge.services.operations import webhook_attempted
+from mailbridge.services.webhooks import WEBHOOK_RETRY_POLICY as WEBHOOK_RETRY_POLICY
 from mailbridge.services.webhooks import ClaimedDelivery, WebhookSender
-from mailbridge.services.webhooks import DeliveryOutcome as Outcome
+from mailbridge.services.webhooks import DeliveryOutcome as DeliveryOutcome
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ class WebhookWorker:
         *,
         transport: Poster | httpx.AsyncBaseTransport | None = None,
         owner: str | None = None,
-        retry_policy: RetryPolicy = RETRY_POLICY,
+        retry_policy: RetryPolicy = WEBHOOK_RETRY_POLICY,
         poll_interval: float | None = None,
         stop_grace: float = STOP_GRACE,
         write_lock: asyncio.Lock | None = None,
@@ -75,7 +76,7 @@ class WebhookWorker:
         self._poster: Poster | None = None  # made by the worker when none is given
         self._sender: WebhookSender | None = None
         # Outcomes not yet written, each with the future its attempt waits on.
-        self._outcomes: list[tuple[Outcome, asyncio.Future[None]]] = []
+        self._outcomes: list[tuple[DeliveryOutcome, asyncio.Future[None]]] = []
         self._outcomes_waiting = asyncio.Event()
         self._recorder: asyncio.Task[None] | None = None
         self._record_lock = asyncio.Lock()
@@ -150,7 +151,7 @@ class WebhookWorker:
             logger.exception("attempting webhook delivery %s failed", item.id)
             return
         logger.debug("webhook attempt answered %s", outcome.status_code)
-        metrics.webhook_attempted(outcome.status_code)
+        webhook_attempted(outcome.status_code)
         written = asyncio.get_running_loop().create_future()
         self._outcomes.append((outcome, written))
         self._outcomes_waiting.set()

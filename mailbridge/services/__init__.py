@@ -1,11 +1,13 @@
 """The application layer: one package per bounded context, and the kernel they share.
 
-Contexts: ``accounts``, ``domains``, ``audiences``, ``templates``, ``email``,
-``automations``, ``webhooks``. Each exports its face from ``__init__.py``; its other
-modules are named ``_x`` and private to it. The api, cli and runner, and the other
-contexts, call only the faces (import-linter's ``private_modules`` contract checks it).
+Contexts: ``accounts``, ``members``, ``domains``, ``audiences``, ``templates``,
+``email``, ``suppressions``, ``delivery``, ``automations``, ``campaigns``, ``inbound``,
+``webhooks``, ``polls`` and ``operations``. Each exports from ``__init__.py`` what the
+others, the api, cli and runner use, under the names it is defined with; its other
+modules are named ``_x`` and private to it (import-linter's ``private_modules`` contract
+checks it).
 
-The kernel, used by every context: ``context`` (``ServiceContext``: settings, database,
-clock, the hot caches), ``activity`` (``record_event``), ``cache`` (``TTLCache``) and
-``instance`` (the instance-wide link-signing secret).
+The ``kernel`` package, used by every context and importing none: ``ServiceContext``
+(settings, database, clock, the process's caches), ``record_event``, ``TTLCache`` and
+the instance-wide values (the link-signing secret, the runner heartbeat).
 """

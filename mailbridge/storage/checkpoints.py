@@ -4,8 +4,8 @@ In WAL mode a commit only appends to the log; the checkpoint that copies the log
 into the database file is the one write that syncs, and by default SQLite runs it
 inside whichever commit finds the log over 1,000 pages. On a busy database that put a
 checkpoint — copying and fsyncing megabytes of scattered pages — into every few
-commits of the runner's batches and the API's group commits: measured, it was a third
-of the time the engine took to wake 10,000 runs.
+commits of the runner's batches and the API's group commits: measured, it was much of
+the time the engine took to wake 10,000 runs.
 
 So every connection of a :class:`~mailbridge.storage.database.Database` on a SQLite
 file is opened with ``wal_autocheckpoint=0``, reports its commits here

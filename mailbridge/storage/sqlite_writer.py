@@ -3,10 +3,10 @@
 
 Through SQLAlchemy and aiosqlite every statement costs three or four hops to aiosqlite's
 thread and back (cursor, execute, fetch, close). Under load each hop waits for a turn of
-the busy event loop and for the GIL, so a group commit of eight statements took ~20 ms
-of wall time while SQLite itself worked for under one. The transactions here write a
-few dozen rows and never wait for the disk (WAL with ``synchronous=NORMAL`` syncs only
-at checkpoints), so running them inline costs less than a single hop would:
+the busy event loop and for the GIL, so a group commit of a few statements took far
+more wall time than SQLite itself worked. The transactions here write a few dozen rows
+and never wait for the disk (WAL with ``synchronous=NORMAL`` syncs only at checkpoints),
+so running them inline costs less than a single hop would:
 
 - ``BEGIN IMMEDIATE`` never waits inline: this connection has no busy timeout, and a
   transaction that finds the database locked by another connection (the runner,
@@ -242,8 +242,7 @@ class RowDecoder:
 def _reading_shortcut(column: Column[Any], processor: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """``processor`` (a column's result processor), or a quicker function giving the same
     values for what SQLite holds most: instants as ISO text, empty JSON lists and
-    objects (through SQLAlchemy's chain of processors, ~0.8 µs a value; a claimed email
-    has ten of them)."""
+    objects (SQLAlchemy's chain of processors is slower; a claimed email has ten of them)."""
     python_type = None
     stored_as = getattr(column.type, "impl_instance", column.type)
     with contextlib.suppress(NotImplementedError):

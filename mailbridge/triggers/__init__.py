@@ -7,7 +7,7 @@ the caller commits with whatever else it did::
     -----------------                          -------------
     a service changes something and records    POST /events/send
     an activity row in the same transaction      api/routers/event_intake.py
-      services/activity.py  record_event       services.automations.send_event
+      services.kernel  record_event           services.automations.send_event
     the activity dispatcher claims new rows      (_event_intake.py: the request, the
       (the runner's ActivityDispatcher over      key's domain, the SQL lookups)
       services/webhooks/_activity_dispatch.py) triggers.custom

@@ -22,7 +22,7 @@ from mailbridge.clock import SystemClock
 from mailbridge.config import Settings
 from mailbridge.engine import Event
 from mailbridge.services.automations._backend import sql_engine
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.database import Database
 from mailbridge.storage.tables import AutomationRun, Email
 from tests.acceptance.conftest import kill_mid_work
@@ -100,7 +100,7 @@ def test_killed_runners_complete_every_run_and_send_each_email_once(
                 time.sleep(0.25)
         finally:
             runner.send_signal(signal.SIGTERM)
-            assert runner.wait(30) == 0
+            assert runner.wait(60) == 0
         received = collections.Counter(
             recipient for message in listener.messages() for recipient in message.rcpt_tos
         )

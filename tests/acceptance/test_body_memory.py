@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from tests.acceptance.conftest import mailbridge, start
+from tests.acceptance.conftest import admin, start
 
 LIMIT = 8 * 1024 * 1024
 
@@ -21,10 +21,8 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(
     environment: dict[str, str], tmp_path: Path
 ) -> None:
     env = {**environment, "MAILBRIDGE_MAX_BODY_BYTES": str(LIMIT)}
-    mailbridge("admin", "teams", "create", "--name", "acme", "--plan", "pro", env=env)
-    token = json.loads(mailbridge("admin", "keys", "create", "--name", "big", env=env).stdout)[
-        "token"
-    ]
+    admin("teams", "create", "--name", "acme", "--plan", "pro", env=env)
+    token = json.loads(admin("keys", "create", "--name", "big", env=env).stdout)["token"]
     server = start("serve", env, tmp_path / "serve.log")
     try:
         url = urlsplit(server.base_url)
@@ -37,7 +35,7 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(
                 + b"Content-Type: application/json\r\n"
                 + f"Content-Length: {50 * 1024 * 1024}\r\n\r\n".encode()
             )
-            raw.settimeout(10)
+            raw.settimeout(60)
             answer = b""
             while not answer.endswith(b"}"):
                 received = raw.recv(4096)
@@ -61,11 +59,9 @@ def test_the_same_body_sent_again_never_raises_memory_by_more_than_the_limit(
     environment: dict[str, str], tmp_path: Path
 ) -> None:
     env = {**environment, "MAILBRIDGE_MAX_BODY_BYTES": str(LIMIT)}
-    mailbridge("admin", "teams", "create", "--name", "acme", "--plan", "pro", env=env)
-    mailbridge("admin", "domains", "add", "shop.io", "--verified", env=env)
-    token = json.loads(mailbridge("admin", "keys", "create", "--name", "big", env=env).stdout)[
-        "token"
-    ]
+    admin("teams", "create", "--name", "acme", "--plan", "pro", env=env)
+    admin("domains", "add", "shop.io", "--verified", env=env)
+    token = json.loads(admin("keys", "create", "--name", "big", env=env).stdout)["token"]
     html = ("<p>" + "x" * 60 + "</p>\n") * (7 * 1024 * 1024 // 68)  # 7 MiB: under the limit
     accepted = json.dumps(
         {"from": "shop@shop.io", "to": ["ann@customer.net"], "subject": "Big", "html": html}
@@ -84,7 +80,7 @@ def test_the_same_body_sent_again_never_raises_memory_by_more_than_the_limit(
                 )
                 if answer.status_code == 200:  # and delivered: composing is part of it
                     email_id = answer.json()["id"]
-                    deadline = time.monotonic() + 30
+                    deadline = time.monotonic() + 60
                     while client.get(f"/emails/{email_id}").json()["last_event"] == "queued":
                         assert time.monotonic() < deadline
                         time.sleep(0.1)

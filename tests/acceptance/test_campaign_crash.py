@@ -26,7 +26,7 @@ from mailbridge.config import Settings
 from mailbridge.services import accounts, audiences, campaigns, domains
 from mailbridge.services.accounts import Principal
 from mailbridge.services.campaigns import CampaignFields, SendCampaign
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.database import Database
 from mailbridge.storage.tables import Campaign, Contact, Email
 from mailbridge.storage.types import new_id
@@ -134,7 +134,7 @@ def test_killed_runners_send_each_recipient_one_email_per_occurrence(
                 time.sleep(0.25)
         finally:
             runner.send_signal(signal.SIGTERM)
-            assert runner.wait(30) == 0
+            assert runner.wait(60) == 0
         received = collections.Counter(
             recipient for message in listener.messages() for recipient in message.rcpt_tos
         )

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.acceptance.conftest import Server, free_port, mailbridge
+from tests.acceptance.conftest import Server, admin, free_port
 
 
 class Cli:
@@ -67,7 +67,7 @@ class Cli:
 
 @pytest.fixture
 def cli(server: Server, tmp_path: Path) -> Iterator[Cli]:
-    mailbridge("admin", "domains", "add", "shop.io", "--verified", env=server.env)
+    admin("domains", "add", "shop.io", "--verified", env=server.env)
     made = Cli(server, tmp_path)
     yield made
     made.http.close()
@@ -282,7 +282,7 @@ def test_a_terminal_gets_a_table_and_a_progress_bar(cli: Cli, tmp_path: Path) ->
         subprocess.run(["tmux", "kill-session", "-t", session], check=False, timeout=30)
 
 
-def _wait_for(session: str, text: str, timeout: float = 30.0) -> str:
+def _wait_for(session: str, text: str, timeout: float = 120.0) -> str:
     deadline = time.monotonic() + timeout
     while True:
         screen = _tmux("capture-pane", "-p", "-t", session)
@@ -312,6 +312,6 @@ def test_received_mail_downloads_byte_for_byte(cli: Cli, tmp_path: Path) -> None
     done = subprocess.run(
         [sys.executable, "-m", "mailbridge", "receiving", "download", received["id"],
          "--attachment", attachment["id"]],
-        env=cli.env, capture_output=True, timeout=60, check=False,
+        env=cli.env, capture_output=True, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0 and done.stdout == pdf

@@ -32,9 +32,9 @@ from selenium.webdriver.support.ui import Select
 
 from mailbridge.clock import SystemClock
 from mailbridge.config import Settings
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.database import Database
-from tests.acceptance.conftest import Server, mailbridge, start
+from tests.acceptance.conftest import Server, admin, start
 from tests.integration.automation_setup import FIVE_STEP_CONNECTIONS
 from tests.integration.email_factory import add_domain
 
@@ -83,7 +83,7 @@ class Site:
 
 
 def _member(server: Server, email: str, role: str) -> None:
-    mailbridge("admin", "members", "add", "--email", email, "--role", role,
+    admin("members", "add", "--email", email, "--role", role,
                "--password", PASSWORD, env=server.env)  # fmt: skip
 
 
@@ -107,7 +107,7 @@ def _outbox(server: Server) -> list[Message]:
 
 def _seed(server: Server, team_id: str) -> dict[str, str]:
     """A team worth looking at; the ids the pages are reached by."""
-    key = json.loads(mailbridge("admin", "keys", "create", "--name", "seed", "--team", team_id,
+    key = json.loads(admin("keys", "create", "--name", "seed", "--team", team_id,
                                 env=server.env).stdout)["token"]  # fmt: skip
     site = Site(server, key)
     try:
@@ -190,7 +190,7 @@ def _html(message: Message) -> str:
 
 def acme_team(environment: dict[str, str]) -> str:
     """A team ``acme`` on plan pro with a verified sending domain; its id."""
-    team = json.loads(mailbridge("admin", "teams", "create", "--name", "acme", "--plan", "pro",
+    team = json.loads(admin("teams", "create", "--name", "acme", "--plan", "pro",
                                  env=environment).stdout)  # fmt: skip
     settings = Settings(data_dir=Path(environment["MAILBRIDGE_DATA_DIR"]))
 

@@ -35,7 +35,7 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import Select
 
 from tests import dashboard_payloads as payloads
-from tests.acceptance.conftest import Server, mailbridge, start
+from tests.acceptance.conftest import Server, admin, start
 from tests.acceptance.test_dashboard_browser import CHROMIUM, DRIVER, PASSWORD, acme_team, artifacts
 
 # Put into every document before its own script; no page policy applies to it.
@@ -112,7 +112,7 @@ def browser() -> Iterator[webdriver.Chrome]:
         driver.quit()
 
 
-def _wait(condition: Any, what: str, timeout: float = 30) -> Any:
+def _wait(condition: Any, what: str, timeout: float = 60) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
@@ -123,7 +123,7 @@ def _wait(condition: Any, what: str, timeout: float = 30) -> Any:
 
 
 def _seed(server: Server, team: str, sender: Sender) -> payloads.Seeded:
-    key = json.loads(mailbridge("admin", "keys", "create", "--name", "seed", "--team", team,
+    key = json.loads(admin("keys", "create", "--name", "seed", "--team", team,
                                 env=server.env).stdout)["token"]  # fmt: skip
     headers = {"authorization": f"Bearer {key}"}
 
@@ -158,7 +158,7 @@ def site(
     try:
         for email, role in (("owner@acme.io", "owner"), (payloads.MEMBER_IN_A_STRING, "admin"),
                             (payloads.MEMBER_IN_MARKUP, "admin")):  # fmt: skip
-            mailbridge("admin", "members", "add", "--email", email, "--role", role,
+            admin("members", "add", "--email", email, "--role", role,
                        "--password", PASSWORD, env=server.env)  # fmt: skip
         yield server, _seed(server, team_id, sender)
     finally:
@@ -205,7 +205,7 @@ def _injected_markup_runs_nothing(browser: webdriver.Chrome, where: str) -> None
         probe.innerHTML = '<img src="probe.png" onerror="pwn(\\'probe\\')">';
         document.body.append(probe);
     """)
-    _wait(lambda: browser.execute_script("return window.__violations.length"), where, timeout=5)
+    _wait(lambda: browser.execute_script("return window.__violations.length"), where, timeout=30)
     [refused] = browser.execute_script("return window.__violations")
     assert refused["directive"].startswith("script-src"), (where, refused)
     assert browser.execute_script("return window.__ran") == [], where

@@ -30,8 +30,8 @@ from sqlalchemy import func, select
 from mailbridge.clock import SystemClock
 from mailbridge.config import Settings
 from mailbridge.services import accounts
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.domains import DomainOptions, create_domain
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.database import Database
 from mailbridge.storage.tables import ReceivedEmail
 from tests.acceptance.conftest import free_port
@@ -47,8 +47,8 @@ SENDERS = 4  # connections: several messages in flight when a kill lands
 DOMAIN = "inbox.shop.io"
 SENDER = "ann@corp.io"
 RETRY_PAUSE = 0.1
-STARTUP_TIMEOUT = 30.0
-DEADLINE = 80.0  # seconds for the whole exchange
+STARTUP_TIMEOUT = 120.0
+DEADLINE = 300.0  # seconds for the whole exchange, six start-ups included
 
 
 @pytest.fixture
@@ -137,7 +137,7 @@ class Listener:
     async def kill(self) -> None:
         assert self.process is not None and self.process.poll() is None, "it exited by itself"
         self.process.send_signal(signal.SIGKILL)
-        await asyncio.to_thread(self.process.wait, 10)
+        await asyncio.to_thread(self.process.wait, 60)
 
 
 class Client:
@@ -227,7 +227,7 @@ def test_a_listener_killed_while_receiving_stores_each_acknowledged_message_once
     finally:
         if listener.process is not None and listener.process.poll() is None:
             listener.process.send_signal(signal.SIGTERM)
-            exit_code = listener.process.wait(30)
+            exit_code = listener.process.wait(60)
     assert exit_code == 0, log.read_text()[-3000:]
 
     assert client.refused == []

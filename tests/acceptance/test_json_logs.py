@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from tests.acceptance.conftest import free_port, mailbridge, start
+from tests.acceptance.conftest import admin, free_port, mailbridge, start
 
 UA = {"User-Agent": "acceptance/1.0"}
 SMTP_PASSWORD = "Relay-Pa55word-9f3k"
@@ -20,7 +20,7 @@ SMTP_PASSWORD = "Relay-Pa55word-9f3k"
 UNKNOWN_KEY = "mb_ZZZZZZZZZZ_" + "q" * 32
 
 
-def _wait_for(condition: Any, timeout: float = 20.0) -> None:
+def _wait_for(condition: Any, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "timed out"
@@ -48,9 +48,9 @@ def test_json_logs_carry_ids_and_no_secrets(environment: dict[str, str], tmp_pat
         # in the settings of the process.
         "MAILBRIDGE_SMTP_URL": f"smtp://mailer:{SMTP_PASSWORD}@127.0.0.1:{free_port()}",
     }
-    team = json.loads(mailbridge("admin", "teams", "create", "--name", "acme", env=env).stdout)
-    mailbridge("admin", "domains", "add", "example-shop.io", "--verified", env=env)
-    made_key = mailbridge("admin", "keys", "create", "--name", "logs", env=env)
+    team = json.loads(admin("teams", "create", "--name", "acme", env=env).stdout)
+    admin("domains", "add", "example-shop.io", "--verified", env=env)
+    made_key = admin("keys", "create", "--name", "logs", env=env)
     key = json.loads(made_key.stdout)["token"]
     session = json.loads(
         mailbridge(

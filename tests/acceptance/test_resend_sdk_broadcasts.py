@@ -14,14 +14,14 @@ import pytest
 import resend
 import resend.exceptions
 
-from tests.acceptance.conftest import Server, mailbridge
+from tests.acceptance.conftest import Server, admin
 
-SENT_TIMEOUT = 20.0
+SENT_TIMEOUT = 60.0
 
 
 @pytest.fixture
 def sender(sdk: Server) -> Server:
-    mailbridge("admin", "domains", "add", "shop.io", "--verified", env=sdk.env)
+    admin("domains", "add", "shop.io", "--verified", env=sdk.env)
     return sdk
 
 

@@ -9,7 +9,7 @@ import pytest
 import resend
 import resend.exceptions
 
-from tests.acceptance.conftest import Server, mailbridge
+from tests.acceptance.conftest import Server, admin
 from tests.integration.dns_server import ThreadedDnsServer
 
 HOST = "mail.operator.test"
@@ -93,7 +93,7 @@ def test_sdk_claims_a_domain_verified_by_another_team(
     publish(dns_server, held)
     assert resend.Domains.verify(held["id"])["status"] == "verified"
 
-    mailbridge("admin", "teams", "create", "--name", "newcomer", env=sdk.env)
+    admin("teams", "create", "--name", "newcomer", env=sdk.env)
     resend.api_key = sdk.create_key("--team", "newcomer")["token"]
     with pytest.raises(resend.exceptions.ResendError) as conflict:
         resend.Domains.create({"name": "corp.io"})

@@ -20,8 +20,7 @@ from sqlalchemy import select
 
 from mailbridge.config import Settings
 from mailbridge.mail import tracking
-from mailbridge.services.context import ServiceContext
-from mailbridge.services.instance import instance_secret
+from mailbridge.services.kernel import ServiceContext, instance_secret
 from mailbridge.storage.tables import Audience, Contact, Team
 from tests.acceptance.conftest import Server
 from tests.integration.email_rows import AttachmentRow, add_email

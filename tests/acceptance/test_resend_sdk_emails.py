@@ -10,12 +10,12 @@ import pytest
 import resend
 import resend.exceptions
 
-from tests.acceptance.conftest import Server, mailbridge
+from tests.acceptance.conftest import Server, admin
 
 
 @pytest.fixture
 def sender(sdk: Server) -> Server:
-    mailbridge("admin", "domains", "add", "shop.io", "--verified", env=sdk.env)
+    admin("domains", "add", "shop.io", "--verified", env=sdk.env)
     return sdk
 
 
@@ -84,13 +84,11 @@ def test_quota_and_rate_limit_over_http(environment: dict[str, str], tmp_path: A
     from tests.acceptance.conftest import start
 
     environment["MAILBRIDGE_SEND_RATE_LIMIT"] = "5/minute"
-    mailbridge("admin", "teams", "create", "--name", "solo", env=environment)
-    mailbridge("admin", "domains", "add", "shop.io", "--verified", env=environment)
+    admin("teams", "create", "--name", "solo", env=environment)
+    admin("domains", "add", "shop.io", "--verified", env=environment)
     server = start("serve", environment, tmp_path / "serve.log")
     try:
-        token = json.loads(
-            mailbridge("admin", "keys", "create", "--name", "k", env=environment).stdout
-        )
+        token = json.loads(admin("keys", "create", "--name", "k", env=environment).stdout)
         headers = {"Authorization": f"Bearer {token['token']}", "User-Agent": "acceptance"}
         body = {"from": "news@shop.io", "to": [f"u{i}@corp.io" for i in range(50)],
                 "subject": "x", "text": "x"}  # fmt: skip

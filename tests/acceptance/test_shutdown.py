@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.acceptance.conftest import mailbridge, start
+from tests.acceptance.conftest import admin, start
 
 UA = {"User-Agent": "acceptance/1.0"}
 DEADLINE = 10.0
@@ -61,11 +61,9 @@ def test_serve_exits_within_its_deadline_under_load(
         "MAILBRIDGE_WEBHOOK_TIMEOUT": "120",  # the endpoint would hold them for minutes
         "MAILBRIDGE_SEND_RATE_LIMIT": "1000000/minute",
     }
-    mailbridge("admin", "teams", "create", "--name", "acme", "--plan", "pro", env=env)
-    mailbridge("admin", "domains", "add", "shop.io", "--verified", env=env)
-    token = json.loads(mailbridge("admin", "keys", "create", "--name", "load", env=env).stdout)[
-        "token"
-    ]
+    admin("teams", "create", "--name", "acme", "--plan", "pro", env=env)
+    admin("domains", "add", "shop.io", "--verified", env=env)
+    token = json.loads(admin("keys", "create", "--name", "load", env=env).stdout)["token"]
     headers = {**UA, "Authorization": f"Bearer {token}"}
     server = start("serve", env, tmp_path / "serve.log")
     try:

@@ -32,8 +32,8 @@ from mailbridge.clock import SystemClock
 from mailbridge.config import Settings
 from mailbridge.errors import ApiError
 from mailbridge.services.accounts import Role, add_team_member, create_api_key, create_team
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.domains import create_domain
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.database import Database
 from mailbridge.storage.migrate import upgrade
 from mailbridge.storage.tables import Base

@@ -23,7 +23,8 @@ from mailbridge.services.audiences._audiences import default_audience
 from mailbridge.services.audiences._segment_filters import SegmentFilter
 from mailbridge.services.audiences._segments import create_segment
 from mailbridge.services.automations._backend import sql_engine
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
+from mailbridge.services.templates import _content as template_content
 from mailbridge.services.templates import _templates as templates
 from mailbridge.steps import VOCABULARY
 from mailbridge.storage.tables import (
@@ -179,7 +180,7 @@ async def pro_workspace(context: ServiceContext, name: str) -> Workspace:
         await session.commit()
     await add_domain(context, team.id)
     async with context.database.session() as session:
-        content = templates.TemplateContent(
+        content = template_content.TemplateContent(
             name="welcome", html="<p>Hi {{{contact.email}}}</p>",
             from_address="Shop <news@shop.io>", subject="Welcome",
         )  # fmt: skip

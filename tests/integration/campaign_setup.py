@@ -17,7 +17,7 @@ from mailbridge.api.app import create_app
 from mailbridge.clock import FakeClock
 from mailbridge.config import Settings
 from mailbridge.runner.campaigns import CampaignWorker
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.database import Database
 from mailbridge.storage.tables import ActivityEvent, Campaign, Email
 from tests.integration.conftest import USER_AGENT, Tenant, Tenants

@@ -27,7 +27,7 @@ from mailbridge.services.accounts import _api_keys as api_keys
 from mailbridge.services.accounts import _teams as teams
 from mailbridge.services.accounts._api_keys import Permission
 from mailbridge.services.accounts._teams import Role
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.database import Database
 from mailbridge.storage.migrate import upgrade
 from mailbridge.storage.tables import Base
@@ -169,7 +169,7 @@ class Tenants:
     async def member(self, tenant: Tenant, role: Role) -> str:
         async with self.context.database.session() as session:
             team = await teams.resolve_team(session, tenant.team_id)
-            _member, token = await teams.add_member(
+            _member, token = await teams.add_team_member(
                 session,
                 self.context.clock,
                 team,

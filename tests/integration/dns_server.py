@@ -201,10 +201,10 @@ class ThreadedDnsServer:
 
     def start(self) -> None:
         self._thread.start()
-        asyncio.run_coroutine_threadsafe(self.server.start(), self._loop).result(timeout=10)
+        asyncio.run_coroutine_threadsafe(self.server.start(), self._loop).result(timeout=30)
 
     def stop(self) -> None:
-        asyncio.run_coroutine_threadsafe(self.server.stop(), self._loop).result(timeout=10)
+        asyncio.run_coroutine_threadsafe(self.server.stop(), self._loop).result(timeout=30)
         self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
+        self._thread.join(timeout=30)
         self._loop.close()

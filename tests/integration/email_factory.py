@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from email.utils import parseaddr
 from typing import Any
 
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.domains import _domains as domains
 from mailbridge.services.email._events import record_email_event
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.tables import Domain, Email, EmailAttachment
 from mailbridge.storage.types import new_id
 

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from email.utils import parseaddr
 from typing import Any
 
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.tables import Email, EmailAttachment, EmailEvent
 from mailbridge.storage.types import new_id
 

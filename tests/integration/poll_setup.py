@@ -10,9 +10,9 @@ from urllib.parse import urlsplit
 import httpx
 from sqlalchemy import func, select
 
-from mailbridge.services.context import ServiceContext
-from mailbridge.services.instance import instance_secret
-from mailbridge.services.polls import Voter, vote_url
+from mailbridge.services.kernel import ServiceContext, instance_secret
+from mailbridge.services.polls import Voter
+from mailbridge.services.polls._links import vote_url
 from mailbridge.storage.tables import ActivityEvent, PollVote
 
 VOTE_LINK = re.compile(r"https?://[^\s\"'<>]+/polls/vote/[A-Za-z0-9_\-.]+")

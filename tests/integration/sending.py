@@ -15,8 +15,8 @@ from sqlalchemy import func, select
 from mailbridge.api.app import create_app
 from mailbridge.clock import FakeClock
 from mailbridge.config import Settings
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.domains import _domains as domains
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.database import Database
 from mailbridge.storage.tables import Email, EmailEvent
 from tests.integration.conftest import USER_AGENT, Tenant, Tenants

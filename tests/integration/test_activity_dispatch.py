@@ -17,8 +17,7 @@ from mailbridge.runner import Runner
 from mailbridge.runner.activity import ActivityDispatcher
 from mailbridge.runner.runner import default_workers
 from mailbridge.runner.webhooks import WebhookWorker
-from mailbridge.services.activity import record_event
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext, record_event
 from mailbridge.services.webhooks import _subscriptions as webhooks
 from mailbridge.services.webhooks._activity_dispatch import ActivityConsumer, default_consumers
 from mailbridge.storage.database import Database
@@ -127,7 +126,7 @@ async def test_the_runner_delivers_webhooks_by_itself(
         await runner.start_in_background()
         try:
             await record(context, tenant.team_id, 5)
-            requests = await asyncio.to_thread(receiver.wait_for, 5, 20.0)
+            requests = await asyncio.to_thread(receiver.wait_for, 5, 30.0)
         finally:
             await runner.stop()
     assert sorted(r.payload["data"]["n"] for r in requests) == [str(n) for n in range(5)]

@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 
 from mailbridge.services.accounts._teams import Role
 from mailbridge.services.audiences import _audiences as audiences
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.tables import Audience, Contact, Segment, SegmentMember
 from tests.integration.conftest import Tenant, Tenants, bearer
 from tests.integration.test_auth import assert_error

@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from mailbridge.services.accounts._api_keys import Permission
 from mailbridge.services.accounts._teams import Role
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.tables import ApiKey
 from tests.integration.conftest import Tenant, Tenants, bearer
 

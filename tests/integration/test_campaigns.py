@@ -12,7 +12,7 @@ import pytest
 from mailbridge.runner.delivery import DeliveryWorker
 from mailbridge.services import accounts, inbound
 from mailbridge.services import email as emails
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from tests.integration.campaign_setup import Campaigns
 from tests.integration.sending import add_domain
 from tests.integration.test_auth import assert_error

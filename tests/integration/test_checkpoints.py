@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage import checkpoints
 from mailbridge.storage.database import Database
 from mailbridge.storage.migrate import upgrade
@@ -68,7 +68,7 @@ async def test_commits_reach_the_file_through_the_checkpointer_thread(
         await session.commit()
     team = {"id": new_id(), "name": "by writer", "plan": "free", "created_at": NOW}
     await writer.transaction(lambda c: writer.insert(c, table_of(Team), [team]))
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while not (
         _in_file_alone(checkpointer.path, tmp_path, "by session")
         and _in_file_alone(checkpointer.path, tmp_path, "by writer")

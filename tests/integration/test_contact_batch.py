@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 
 from mailbridge.api.app import create_app
 from mailbridge.services.audiences import _contact_lock as contact_lock
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.database import Database
 from mailbridge.storage.tables import ActivityEvent, ContactLock
 from tests.integration.conftest import USER_AGENT, Tenant

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from mailbridge.services.audiences._properties import registered_properties
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from tests.integration.conftest import Tenant, Tenants
 from tests.integration.test_auth import assert_error
 from tests.integration.test_contacts import add_contact

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import func, select
 
 from mailbridge.clock import isoformat_ms
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.tables import ActivityEvent, Contact, Segment, SegmentMember
 from tests.integration.conftest import Tenant, Tenants
 from tests.integration.test_audiences import create_audience

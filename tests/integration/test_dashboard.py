@@ -14,10 +14,10 @@ from sqlalchemy import func, select
 
 from mailbridge.dashboard import routes
 from mailbridge.dashboard._sign_in_limits import SignInLimiter
-from mailbridge.services.accounts import _sign_in as sign_ins
 from mailbridge.services.accounts import _teams as teams
 from mailbridge.services.accounts._teams import Role
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
+from mailbridge.services.members import _sign_in as sign_ins
 from mailbridge.storage.tables import ApiKey, Member
 from tests.integration.conftest import Tenant, Tenants, bearer
 
@@ -30,7 +30,7 @@ async def add_member(context: ServiceContext, tenant: Tenant, role: Role) -> str
     email = f"{role.value}-{uuid.uuid4().hex[:6]}@corp.io"
     async with context.database.session() as session:
         team = await teams.resolve_team(session, tenant.team_id)
-        await teams.add_member(
+        await teams.add_team_member(
             session, context.clock, team, email, role, await sign_ins.hash_password(PASSWORD)
         )
     return email

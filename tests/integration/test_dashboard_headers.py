@@ -14,7 +14,7 @@ from sqlalchemy import insert
 
 from mailbridge.services.accounts import _teams as teams
 from mailbridge.services.accounts._teams import Role
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.tables import ReceivedEmail
 from mailbridge.storage.types import new_id
 from tests import dashboard_payloads as payloads
@@ -150,7 +150,7 @@ async def test_pages_carry_no_inline_script_or_style_whatever_they_show(
     async with context.database.session() as session:
         team = await teams.resolve_team(session, tenant.team_id)
         for email in (payloads.MEMBER_IN_A_STRING, payloads.MEMBER_IN_MARKUP):
-            await teams.add_member(session, context.clock, team, email, Role.ADMIN)
+            await teams.add_team_member(session, context.clock, team, email, Role.ADMIN)
         await session.commit()
     await sign_in(client, await add_member(context, tenant, Role.OWNER))
     pages = [*seeded.pages(), "/dashboard", "/dashboard/members", "/dashboard/api-keys",

@@ -14,10 +14,10 @@ from mailbridge.config import Settings
 from mailbridge.mail.providers import Accepted, Outcome, SmtpProvider, SmtpRelay
 from mailbridge.runner import Runner
 from mailbridge.runner.delivery import DeliveryWorker
-from mailbridge.services.context import ServiceContext
-from mailbridge.services.email import _delivery_queue as delivery_queue
-from mailbridge.services.email._delivery_journal import DeliveryJournal
-from mailbridge.services.email._delivery_queue import RETRY_POLICY
+from mailbridge.services.delivery import _queue as delivery_queue
+from mailbridge.services.delivery._journal import DeliveryJournal
+from mailbridge.services.delivery._queue import EMAIL_RETRY_POLICY
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.database import Database
 from mailbridge.storage.tables import Domain, Email, EmailAttachment, EmailEvent
 from tests.integration.conftest import Tenants
@@ -45,7 +45,9 @@ async def shop(fake_context: ServiceContext) -> Domain:
 
 async def claim(context: ServiceContext, owner: str, limit: int) -> list[str]:
     """As the runner claims: inline on SQLite, through a session on PostgreSQL."""
-    batch = await delivery_queue.claim(context.database, context.clock.now(), owner, LEASE, limit)
+    batch = await delivery_queue.claim_emails(
+        context.database, context.clock.now(), owner, LEASE, limit
+    )
     return [email.id for email in batch.emails]
 
 
@@ -60,7 +62,7 @@ async def test_a_claimed_email_reads_as_the_orm_loads_it(
         attachments=[Attachment("a.txt", b"hello")], subject="Grüße",
     )  # fmt: skip
     busy = await add_email(fake_context, shop)
-    batch = await delivery_queue.claim(
+    batch = await delivery_queue.claim_emails(
         fake_context.database, fake_context.clock.now(), "me", LEASE, 10, busy=[busy.id]
     )
     [claimed] = batch.emails
@@ -118,7 +120,7 @@ async def test_claims_take_due_emails_oldest_first_and_lease_them(
     assert leased.attempts == 1
 
     async with fake_context.database.session() as session:
-        next_due = await delivery_queue.next_due_at(session, clock.now())
+        next_due = await delivery_queue.next_email_due_at(session, clock.now())
         assert next_due == (await load_email(fake_context, later.id)).due_at
     clock.advance(LEASE + timedelta(seconds=1))  # a and b died
     assert sorted(await claim(fake_context, "d", 10)) == sorted([first.id, second.id])
@@ -152,11 +154,13 @@ async def test_two_workers_deliver_every_email_exactly_once(
         ]
         stopping = asyncio.Event()
         running = [asyncio.create_task(worker.run(stopping)) for worker in workers]
-        for _ in range(500):
-            if len(listener.messages()) >= len(emails):
-                break
+        # Until every email arrived (or a generous limit passed: the counts below say what
+        # is missing), then a moment for any duplicate to show up.
+        loop = asyncio.get_running_loop()
+        limit = loop.time() + 30
+        while len(listener.messages()) < len(emails) and loop.time() < limit:
             await asyncio.sleep(0.02)
-        await asyncio.sleep(0.3)  # time for any duplicate to show up
+        await asyncio.sleep(0.3)
         stopping.set()
         await asyncio.gather(*running)
         counts = collections.Counter(message.message_id for message in listener.messages())
@@ -201,7 +205,7 @@ async def test_a_runner_that_lost_its_lease_cannot_hand_over(
     assert await claim(fake_context, "fast", 1) == [email.id]  # the lease ran out
 
     journal = DeliveryJournal(
-        fake_context.database, clock, "slow", lease=LEASE, retry_policy=RETRY_POLICY
+        fake_context.database, clock, "slow", lease=LEASE, retry_policy=EMAIL_RETRY_POLICY
     )
     handover = RecordingHandover()
     assert await journal.hand_over(slow_copy, handover) is False
@@ -210,7 +214,7 @@ async def test_a_runner_that_lost_its_lease_cannot_hand_over(
     assert stored.status == "queued" and stored.lease_owner == "fast"
 
     fast = DeliveryJournal(
-        fake_context.database, clock, "fast", lease=LEASE, retry_policy=RETRY_POLICY
+        fake_context.database, clock, "fast", lease=LEASE, retry_policy=EMAIL_RETRY_POLICY
     )
     fast_handover = RecordingHandover()
     fast_copy = await load_email(fake_context, email.id)
@@ -231,10 +235,9 @@ async def test_stopping_releases_claimed_emails_and_finishes_those_in_flight(
         runner = Runner(fake_context, workers=[worker], ticks=[])
         await runner.start_in_background()
         runner.notify()
-        for _ in range(200):
-            if listener.handler.transactions_started:
-                break
-            await asyncio.sleep(0.01)
+        async with asyncio.timeout(30):
+            while not listener.handler.transactions_started:
+                await asyncio.sleep(0.01)
         assert listener.handler.transactions_started == 1
         # Claimed by this worker but not started when it is told to stop.
         waiting = await add_email(fake_context, shop)
@@ -262,7 +265,7 @@ async def test_an_email_canceled_while_claimed_is_not_handed_over(
         await session.commit()
 
     journal = DeliveryJournal(
-        fake_context.database, clock, "me", lease=LEASE, retry_policy=RETRY_POLICY
+        fake_context.database, clock, "me", lease=LEASE, retry_policy=EMAIL_RETRY_POLICY
     )
     handover = RecordingHandover()
     assert await journal.hand_over(claimed, handover) is False
@@ -283,7 +286,7 @@ async def test_two_attempts_of_one_email_in_one_group_hand_over_once(
     assert [copy.id for copy in copies] == [email.id, email.id]
 
     journal = DeliveryJournal(
-        fake_context.database, clock, "me", lease=LEASE, retry_policy=RETRY_POLICY
+        fake_context.database, clock, "me", lease=LEASE, retry_policy=EMAIL_RETRY_POLICY
     )
     handovers = [RecordingHandover(), RecordingHandover()]
     decisions = [journal.submit_handover(c, h) for c, h in zip(copies, handovers, strict=True)]
@@ -314,10 +317,10 @@ async def test_news_arriving_within_the_linger_shares_one_commit(
     for _ in range(4):
         await add_email(fake_context, shop)
     claimed = (
-        await delivery_queue.claim(fake_context.database, clock.now(), "me", LEASE, 4)
+        await delivery_queue.claim_emails(fake_context.database, clock.now(), "me", LEASE, 4)
     ).emails
     journal = DeliveryJournal(
-        fake_context.database, clock, "me", lease=LEASE, retry_policy=RETRY_POLICY,
+        fake_context.database, clock, "me", lease=LEASE, retry_policy=EMAIL_RETRY_POLICY,
         linger=0.2,
     )  # fmt: skip
     journal.start()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 from email.parser import BytesParser
 from pathlib import Path
 
@@ -19,8 +19,7 @@ from mailbridge.mail.providers import OutboxProvider
 from mailbridge.mail.return_path import return_path_address
 from mailbridge.runner import Runner
 from mailbridge.runner.delivery import DeliveryWorker
-from mailbridge.services.context import ServiceContext
-from mailbridge.services.instance import instance_secret
+from mailbridge.services.kernel import ServiceContext, instance_secret
 from mailbridge.storage.database import Database
 from mailbridge.storage.tables import Domain, Email, EmailEvent
 from tests.integration.conftest import Tenants
@@ -200,24 +199,36 @@ async def test_the_runner_delivers_by_default_polling_for_due_emails(
     try:
         await asyncio.sleep(0.05)
         email = await add_email(fake_context, shop)  # no notify: found by the poll
-        assert await wait_for(outbox_of(fake_context.settings) / f"{email.id}.eml", 2.0)
+        assert await wait_for(outbox_of(fake_context.settings) / f"{email.id}.eml", 30.0)
     finally:
         await runner.stop()
     assert (await load_email(fake_context, email.id)).status == "delivered"
 
 
-async def test_notify_wakes_the_worker_at_once(fake_context: ServiceContext, shop: Domain) -> None:
+async def test_notify_wakes_the_worker_at_once(
+    fake_context: ServiceContext, shop: Domain, monkeypatch: pytest.MonkeyPatch
+) -> None:
     worker = DeliveryWorker(fake_context, poll_interval=60.0)
+    looked = asyncio.Event()
+    next_due = worker.next_due
+
+    async def looking() -> datetime | None:
+        due = await next_due()
+        if due is None:
+            looked.set()  # nothing due: the loop goes to sleep, for a minute
+        return due
+
+    monkeypatch.setattr(worker, "next_due", looking)
     runner = Runner(fake_context, workers=[worker], ticks=[])
     await runner.start_in_background()
     try:
-        await asyncio.sleep(0.1)  # asleep now, for a minute
+        await asyncio.wait_for(looked.wait(), 30)
         email = await add_email(fake_context, shop)
         target = outbox_of(fake_context.settings) / f"{email.id}.eml"
         assert not await wait_for(target, 0.3)
         runner.notify("automations", "activity")  # work for other workers: still asleep
         assert not await wait_for(target, 0.3)
         runner.notify("delivery")
-        assert await wait_for(target, 2.0)
+        assert await wait_for(target, 30.0)
     finally:
         await runner.stop()

@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from mailbridge.mail.providers import SmtpProvider, SmtpRelay
 from mailbridge.runner.delivery import DeliveryWorker
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.tables import Domain, EmailEvent, Suppression
 from tests.integration.conftest import Tenants
 from tests.integration.email_factory import add_domain, add_email, load_email

@@ -18,11 +18,10 @@ from mailbridge.mail.providers import SmtpProvider, SmtpRelay
 from mailbridge.mail.providers.receipts import ReceiptBook, receipt_filed
 from mailbridge.mail.return_path import return_path_address
 from mailbridge.runner.delivery import DeliveryWorker
-from mailbridge.services import email as emails
-from mailbridge.services.context import ServiceContext
+from mailbridge.services import delivery
+from mailbridge.services.delivery._queue import RetryPolicy
 from mailbridge.services.domains._records import expected_records
-from mailbridge.services.email._delivery_queue import RetryPolicy
-from mailbridge.services.instance import instance_secret
+from mailbridge.services.kernel import ServiceContext, instance_secret
 from mailbridge.storage.database import Database
 from mailbridge.storage.tables import Domain, Email, EmailEvent, Suppression
 from tests.integration.conftest import Tenant, Tenants
@@ -431,7 +430,7 @@ async def test_a_settler_killed_after_its_claim_leaves_the_handover_to_its_maker
     ReceiptBook(directory, "killed-settler").close()
     clock.advance(timedelta(seconds=121))
     async with fake_context.database.session() as session:
-        batch = await emails.claim_unsettled_emails(
+        batch = await delivery.claim_unsettled_emails(
             session, clock.now(), "killed-settler", timedelta(seconds=60), 10
         )
         await session.commit()

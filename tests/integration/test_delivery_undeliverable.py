@@ -9,7 +9,7 @@ from sqlalchemy import select
 from mailbridge.clock import FakeClock
 from mailbridge.config import Settings
 from mailbridge.runner.delivery import DeliveryWorker
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.database import Database
 from mailbridge.storage.tables import ActivityEvent
 from tests.integration.conftest import Tenants

@@ -24,8 +24,8 @@ from mailbridge.mail import dkim
 from mailbridge.runner import Runner
 from mailbridge.services.accounts._api_keys import Permission
 from mailbridge.services.accounts._teams import Role
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.domains import _domains as domains
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.tables import ActivityEvent, Domain
 from tests.integration.conftest import Tenant, Tenants, bearer
 from tests.integration.dns_server import DnsServer, Zone
@@ -601,7 +601,7 @@ async def mailbridge_cli(settings: Settings, *args: str) -> tuple[int, str, str]
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    out, err = await asyncio.wait_for(process.communicate(), timeout=120)
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
 

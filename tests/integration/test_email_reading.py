@@ -11,8 +11,7 @@ from sqlalchemy import select
 
 from mailbridge.mail.signed_links import download_url
 from mailbridge.services.accounts._api_keys import Permission
-from mailbridge.services.context import ServiceContext
-from mailbridge.services.instance import instance_secret
+from mailbridge.services.kernel import ServiceContext, instance_secret
 from mailbridge.storage.tables import EmailAttachment, EmailEvent
 from tests.integration.conftest import Tenant, Tenants, bearer
 from tests.integration.email_rows import AttachmentRow, add_email, at

@@ -19,7 +19,8 @@ from aiosmtplib.protocol import SMTPProtocol
 from mailbridge.mail.providers import SmtpProvider, SmtpRelay
 from mailbridge.mail.providers.base import Accepted, Delivery, TemporaryFailure
 from mailbridge.mail.providers.receipts import receipt_filed
-from mailbridge.mail.providers.smtp import HELD_CONTENT, SmtpHandover, data_content
+from mailbridge.mail.providers.smtp import HELD_CONTENT, data_content
+from mailbridge.mail.providers.smtp_handover import SmtpHandover
 from tests.smtp_listener import Listener, smtp_listener
 
 MESSAGE = (

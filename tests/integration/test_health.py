@@ -7,9 +7,8 @@ from datetime import timedelta
 
 import httpx
 
-from mailbridge.services.context import ServiceContext
-from mailbridge.services.health import expected_revision, relay_check
-from mailbridge.services.instance import record_runner_heartbeat
+from mailbridge.services.kernel import ServiceContext, record_runner_heartbeat
+from mailbridge.services.operations._health import expected_revision, relay_check
 from tests.smtp_listener import free_port, smtp_listener
 
 

@@ -19,8 +19,8 @@ from sqlalchemy import insert, select
 from mailbridge.api.app import create_app
 from mailbridge.mail import dkim
 from mailbridge.services import inbound
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.domains import DomainOptions, create_domain
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.tables import (
     ActivityEvent,
     Domain,
@@ -165,12 +165,13 @@ async def test_an_attachment_whose_own_blob_is_lost_or_short_is_read_from_its_me
     await inbox.deliver(message, "hello@shop.io")
     [row] = await inbox.rows()
     path = f"/emails/receiving/{row.id}/attachments"
-    for _ in range(100):  # the cache is written in the background
-        stored = sorted((inbox.context.settings.data_dir / "blobs").rglob("*"))
-        if len([p for p in stored if p.is_file()]) == 2:
-            break
-        await asyncio.sleep(0.05)
-    blobs = [p for p in stored if p.is_file()]
+    async with asyncio.timeout(30):  # the cache is written in the background
+        while True:
+            stored = sorted((inbox.context.settings.data_dir / "blobs").rglob("*"))
+            blobs = [p for p in stored if p.is_file()]
+            if len(blobs) == 2 and not [p for p in blobs if p.name.endswith(".tmp")]:
+                break
+            await asyncio.sleep(0.05)
     assert len(blobs) == 2 and not [p for p in blobs if p.name.endswith(".tmp")]
     [own] = [p for p in blobs if p.read_bytes() == csv]
     for damage in (lambda: own.write_bytes(csv[:100]), own.unlink):

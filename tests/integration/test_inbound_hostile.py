@@ -20,11 +20,11 @@ from sqlalchemy import select
 from mailbridge.api.app import create_app
 from mailbridge.mail.inbound_reports import parse_report
 from mailbridge.services import inbound
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.domains import DomainOptions, create_domain
 from mailbridge.services.inbound import _parse_worker
 from mailbridge.services.inbound._mime import TOO_DEEP
 from mailbridge.services.inbound._parsing import read
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.tables import ReceivedEmail
 from tests import mime_samples
 from tests.integration.conftest import USER_AGENT, Tenants

@@ -8,8 +8,8 @@ import asyncio
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.inbound import _routing as routing
+from mailbridge.services.kernel import ServiceContext
 from tests.integration.conftest import Tenants
 
 

@@ -9,7 +9,7 @@ from prometheus_client import REGISTRY
 from sqlalchemy import select
 
 from mailbridge.mail.return_path import return_path_address
-from mailbridge.services.instance import instance_secret
+from mailbridge.services.kernel import instance_secret
 from mailbridge.storage.tables import Contact, Email, EmailEvent, ReceivedEmail, Suppression
 from tests.integration.email_factory import add_email
 from tests.integration.test_inbound import Inbox, arf, dns, dsn, inbox, letter  # noqa: F401

@@ -6,8 +6,8 @@ from __future__ import annotations
 import aiosmtplib
 
 from mailbridge.services import inbound
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.domains import DomainOptions, create_domain
+from mailbridge.services.kernel import ServiceContext
 from tests.integration.email_factory import add_email
 from tests.integration.test_inbound import dsn
 from tests.integration.webhook_setup import Hooks

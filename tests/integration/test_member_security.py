@@ -13,10 +13,10 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from mailbridge.cli.main import app as cli
-from mailbridge.services import accounts
+from mailbridge.services import accounts, members
 from mailbridge.services.accounts import Role
 from mailbridge.services.accounts import _teams as teams
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.tables import Member, MemberSession
 from tests.integration.conftest import Tenant, Tenants, bearer
 from tests.integration.test_dashboard import PASSWORD, add_member, csrf_of, sign_in
@@ -71,7 +71,7 @@ async def test_member_changes_are_in_an_audit_log_only_owners_read(
     )  # fmt: skip
     token = invited.json()["url"].rsplit("/", 1)[1]
     async with context.database.session() as session:
-        joined, _session_token = await accounts.accept_invitation(
+        joined, _session_token = await members.accept_invitation(
             session, context.clock, token, "ann@new.io", PASSWORD
         )
         await session.commit()
@@ -131,9 +131,9 @@ async def test_a_password_reset_ends_every_session(
     async with context.database.session() as session:
         found = await session.scalar(select(Member).where(Member.email == email))
         assert found is not None
-        ended = await accounts.set_password(session, context.clock, found, "reset by ops!")
+        ended = await members.set_password(session, context.clock, found, "reset by ops!")
     assert ended == 3  # the two signed in, and the one add_member opened
-    context.principals.clear()  # the API process sees it within its cache's second
+    accounts.principal_cache(context).clear()  # the API process sees it within its cache's second
     assert [await works(client, token) for token in tokens] == [False, False]
 
 
@@ -190,7 +190,7 @@ async def test_the_operator_revokes_every_session_of_a_member(
     )
     assert revoked.exit_code == 0, revoked.output
     assert json.loads(revoked.stdout)["sessions_revoked"] == 3
-    context.principals.clear()  # the API process sees it within its cache's second
+    accounts.principal_cache(context).clear()  # the API process sees it within its cache's second
     assert [await works(client, token) for token in tokens] == [False, False]
     async with context.database.session() as session:
         open_rows = await session.scalars(

@@ -20,8 +20,8 @@ from mailbridge.runner.activity import ActivityDispatcher
 from mailbridge.runner.delivery import DeliveryWorker
 from mailbridge.runner.webhooks import WebhookWorker
 from mailbridge.services import inbound
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.domains import DomainOptions, create_domain
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.services.webhooks._activity_dispatch import default_consumers
 from tests.integration.automation_setup import install
 from tests.integration.conftest import USER_AGENT

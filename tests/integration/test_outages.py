@@ -31,7 +31,7 @@ from mailbridge.config import Settings
 from mailbridge.mail.providers import SmtpProvider, SmtpRelay
 from mailbridge.mail.providers.base import Delivery, Handover, Outcome
 from mailbridge.runner.delivery import DeliveryWorker
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage import database as database_module
 from mailbridge.storage.database import Database
 from mailbridge.storage.tables import Email

@@ -12,8 +12,7 @@ import pytest
 
 from mailbridge.mail.providers import SmtpProvider, SmtpRelay
 from mailbridge.runner.delivery import DeliveryWorker
-from mailbridge.services.context import ServiceContext
-from mailbridge.services.instance import instance_secret
+from mailbridge.services.kernel import ServiceContext, instance_secret
 from mailbridge.services.polls import read_vote_token
 from tests.integration.campaign_setup import Campaigns
 from tests.integration.poll_setup import (

@@ -10,7 +10,8 @@ from datetime import timedelta
 
 import pytest
 
-from mailbridge.services.polls import Voter, vote_url
+from mailbridge.services.polls import Voter
+from mailbridge.services.polls._links import vote_url
 from tests.integration.poll_setup import (
     click,
     counts,

@@ -15,9 +15,9 @@ from sqlalchemy import func, select, update
 from mailbridge.errors import ApiError, DailyQuotaExceeded
 from mailbridge.services.accounts import Principal, QuotaLedger, QuotaRaced, locks_last
 from mailbridge.services.accounts._quotas import bucket_of
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.email import SendEmailRequest, SendJob, prepare_email
 from mailbridge.services.email._acceptance import accept
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.tables import QuotaUsage, Team
 from tests.integration.sending import Sending, email
 

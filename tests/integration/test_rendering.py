@@ -95,10 +95,13 @@ async def test_a_dead_worker_process_is_replaced_by_rendering_here() -> None:
     renderer = ProcessRenderer(1)
     await renderer.start()
     try:
-        assert renderer._pool is not None
-        for pid in list(renderer._pool._processes):  # the worker processes
+        pool = renderer._pool
+        assert pool is not None
+        for pid in list(pool._processes):  # the worker processes
             os.kill(pid, signal.SIGKILL)
-        await asyncio.sleep(0.5)
+        async with asyncio.timeout(30):  # until the pool has seen its worker die
+            while not pool._broken:
+                await asyncio.sleep(0.01)
         messages = await asyncio.gather(*(renderer.render(job(n)) for n in range(3)))
         assert all(verifies(message) for message in messages)
         assert renderer._pool is None  # from now on, here

@@ -32,10 +32,10 @@ from sqlalchemy import select
 from mailbridge.cli.log_lines import formatter
 from mailbridge.mail import tracking
 from mailbridge.services.accounts._teams import Role
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.inbound._blobs import write_blob
-from mailbridge.services.instance import instance_secret
-from mailbridge.services.polls import Voter, vote_url
+from mailbridge.services.kernel import ServiceContext, instance_secret
+from mailbridge.services.polls import Voter
+from mailbridge.services.polls._links import vote_url
 from mailbridge.storage.tables import ReceivedAttachment, ReceivedEmail, RequestLog
 from tests.integration.conftest import USER_AGENT, Tenant, Tenants, bearer
 from tests.integration.email_rows import AttachmentRow, add_email
@@ -91,7 +91,7 @@ async def served(app: FastAPI) -> AsyncIterator[Served]:
     server = uvicorn.Server(config)
     with access_log() as (json_lines, text_lines):
         task = asyncio.create_task(server.serve())
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(30):
             while not server.started:
                 await asyncio.sleep(0.01)
         port = server.servers[0].sockets[0].getsockname()[1]

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.tables import (
     Audience,
     Contact,

@@ -9,7 +9,7 @@ import pytest
 
 from mailbridge.services.accounts._api_keys import Permission
 from mailbridge.services.accounts._teams import Role
-from mailbridge.services.email import _suppressions as suppressions
+from mailbridge.services.suppressions import _suppress as suppressions
 from tests.integration.sending import START, Sending, email
 from tests.integration.test_auth import assert_error
 

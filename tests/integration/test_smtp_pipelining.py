@@ -26,7 +26,7 @@ from mailbridge.mail.providers.base import (
     PermanentFailure,
     TemporaryFailure,
 )
-from mailbridge.mail.providers.smtp import SmtpHandover
+from mailbridge.mail.providers.smtp_handover import SmtpHandover
 from mailbridge.mail.providers.smtp_pipelining import exchange
 from tests.smtp_listener import Received, server_tls_context, smtp_listener
 
@@ -185,10 +185,9 @@ async def test_a_deferred_recipient_when_the_relay_still_takes_data(
     # The content must not go; closing the connection takes the transaction back.
     relay.answers[b"RCPT TO:<bob@corp.io>"] = b"451 4.3.0 try later"
     outcome = await deliver(provider, ANN, BOB)
-    for _ in range(100):
-        if relay.unterminated:
-            break
-        await asyncio.sleep(0.01)
+    async with asyncio.timeout(30):
+        while not relay.unterminated:
+            await asyncio.sleep(0.01)
     del relay.answers[b"RCPT TO:<bob@corp.io>"]
     after = await deliver(provider, ANN, BOB, email_id="e2")
     assert isinstance(outcome, TemporaryFailure)

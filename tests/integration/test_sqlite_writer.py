@@ -19,13 +19,13 @@ from sqlalchemy import insert, select
 from mailbridge.clock import FakeClock
 from mailbridge.services.accounts._auth import Principal
 from mailbridge.services.accounts._quotas import QuotaLedger, bucket_of
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.email import _acceptance as email_acceptance
 from mailbridge.services.email import _idempotency as idempotency
-from mailbridge.services.email import _suppressions as suppressions
 from mailbridge.services.email._acceptance import SendJob
 from mailbridge.services.email._preparation import prepare_email
 from mailbridge.services.email._requests import SendEmailRequest
+from mailbridge.services.kernel import ServiceContext
+from mailbridge.services.suppressions import _suppress as suppressions
 from mailbridge.storage.queries import table_of
 from mailbridge.storage.sqlite_writer import SqliteWriter
 from mailbridge.storage.tables import (

@@ -7,8 +7,8 @@ from urllib.parse import quote
 import httpx
 
 from mailbridge.services.accounts._teams import Role
-from mailbridge.services.context import ServiceContext
-from mailbridge.services.email._suppressions import suppress, suppressed_among
+from mailbridge.services.kernel import ServiceContext
+from mailbridge.services.suppressions._suppress import suppress, suppressed_among
 from tests.integration.conftest import Tenant, Tenants, bearer
 from tests.integration.test_auth import assert_error
 

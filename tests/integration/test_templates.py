@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from mailbridge.errors import NotFound, ValidationError
 from mailbridge.mail.templating import Variable
 from mailbridge.services.accounts._teams import Role
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.services.templates import _templates as templates
 from mailbridge.storage.tables import ActivityEvent, TemplateVersion
 from tests.integration.conftest import Tenant, Tenants, bearer

@@ -13,8 +13,8 @@ from sqlalchemy import select
 from mailbridge.api.routers.tracking import PIXEL
 from mailbridge.mail import tracking
 from mailbridge.mail.signed_links import id_bytes
-from mailbridge.services.context import ServiceContext
-from mailbridge.services.instance import SECRET_SETTING, instance_secret
+from mailbridge.services.kernel import ServiceContext, instance_secret
+from mailbridge.services.kernel._instance import SECRET_SETTING
 from mailbridge.storage.database import Database
 from mailbridge.storage.tables import (
     ActivityEvent,

@@ -8,12 +8,13 @@ from datetime import timedelta
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import func, select
 
 from mailbridge import webhooks
 from mailbridge.clock import isoformat_ms
 from mailbridge.runner.webhooks import WebhookWorker
-from mailbridge.services.activity import record_event
+from mailbridge.services.kernel import record_event
 from mailbridge.storage.tables import ActivityEvent, WebhookDelivery
 from tests.integration.test_auth import assert_error
 from tests.integration.webhook_setup import Hooks
@@ -182,9 +183,10 @@ async def test_deleting_a_webhook_stops_its_queued_retries(hooks: Hooks) -> None
     assert len(await hooks.deliveries(kept["id"])) == 2
 
 
+@pytest.mark.webhook_timeout(1.0)
 async def test_an_endpoint_that_does_not_answer_in_time_is_retried(hooks: Hooks) -> None:
     created = await hooks.create(["contact.created"])
-    hooks.receiver.delay = 1.5  # the test settings give an endpoint 1 s
+    hooks.receiver.delay = 1.5  # the mark gives an endpoint 1 s
     await hooks.add_contact("ann@corp.io")
     assert await hooks.run() == 1
     [delivery] = await hooks.deliveries(created["id"])

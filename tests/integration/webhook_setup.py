@@ -17,7 +17,7 @@ from mailbridge.clock import FakeClock
 from mailbridge.config import Settings
 from mailbridge.runner.activity import ActivityDispatcher
 from mailbridge.runner.webhooks import WebhookWorker
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.services.webhooks._activity_dispatch import default_consumers
 from mailbridge.storage.database import Database
 from tests.integration.conftest import USER_AGENT, Tenant, Tenants
@@ -80,8 +80,12 @@ def receiver() -> Iterator[Receiver]:
 
 
 @pytest.fixture
-def hook_settings(settings: Settings) -> Settings:
-    return settings.model_copy(update={"webhook_allow_private": True, "webhook_timeout": 1.0})
+def hook_settings(settings: Settings, request: pytest.FixtureRequest) -> Settings:
+    """Loopback endpoints allowed; an endpoint gets 10 s (a busy machine's loopback POST
+    can take over 1 s), or what a test's ``webhook_timeout(seconds)`` mark says."""
+    mark = request.node.get_closest_marker("webhook_timeout")
+    timeout = float(mark.args[0]) if mark else 10.0
+    return settings.model_copy(update={"webhook_allow_private": True, "webhook_timeout": timeout})
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from typing import cast
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.services.webhooks import _activity_dispatch as dispatch
 from mailbridge.services.webhooks import default_consumers, register_consumer
 from mailbridge.storage.tables import ActivityEvent
@@ -32,7 +32,7 @@ def test_each_face_brings_its_consumer_in_a_fresh_process() -> None:
         """
     )
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
     )
     assert done.stdout.splitlines() == ["['webhooks'] False", "['webhooks', 'automations']"]
 
@@ -45,7 +45,7 @@ def test_the_runner_runs_both_consumers() -> None:
         "print([consumer.name for consumer in default_consumers(object())])\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
     )
     assert done.stdout.splitlines() == ["['webhooks', 'automations']"]
 

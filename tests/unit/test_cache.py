@@ -7,13 +7,13 @@ import asyncio
 
 import pytest
 
-from mailbridge.services.cache import TTLCache
+from mailbridge.services.kernel import TTLCache
 
 
 @pytest.fixture
 def now(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     clock = [100.0]
-    monkeypatch.setattr("mailbridge.services.cache.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("mailbridge.services.kernel._cache.time.monotonic", lambda: clock[0])
     return clock
 
 

@@ -24,7 +24,7 @@ from mailbridge.mail.providers import SmtpRelay
 from mailbridge.mail.providers.simulator import SimulatedRecipient, split_recipients
 from mailbridge.mail.providers.smtp import data_content
 from mailbridge.mail.providers.smtp_relay import ehlo_name
-from mailbridge.services.email._delivery_queue import RETRY_POLICY, RetryPolicy
+from mailbridge.services.delivery._queue import EMAIL_RETRY_POLICY, RetryPolicy
 
 # --- DATA content ---------------------------------------------------------------------
 
@@ -51,13 +51,13 @@ def test_a_clean_message_is_sent_as_it_is() -> None:
 
 
 def test_the_retry_schedule() -> None:
-    minutes = [RETRY_POLICY.delay_after(n) for n in range(1, 9)]
+    minutes = [EMAIL_RETRY_POLICY.delay_after(n) for n in range(1, 9)]
     assert minutes == [
         timedelta(minutes=1), timedelta(minutes=5), timedelta(minutes=30), timedelta(hours=2),
         timedelta(hours=6), timedelta(hours=6), timedelta(hours=9), None,
     ]  # fmt: skip
     # About a day of trying before giving up.
-    assert timedelta(hours=23) < RETRY_POLICY.total <= timedelta(hours=24)
+    assert timedelta(hours=23) < EMAIL_RETRY_POLICY.total <= timedelta(hours=24)
 
 
 def test_a_policy_is_data() -> None:

@@ -18,7 +18,7 @@ from mailbridge.mail.providers.base import (
     TemporaryFailure,
     Unconfirmed,
 )
-from mailbridge.services.metrics import outcome_labels
+from mailbridge.services.operations._metrics import outcome_labels
 
 
 def http(method: str, path: str) -> Scope:

@@ -9,16 +9,14 @@ import re
 import pytest
 
 from mailbridge.mail import signed_links, tracking
-from mailbridge.services.polls import (
+from mailbridge.services.polls import PollLinks, Voter, read_vote_token
+from mailbridge.services.polls._links import (
     Ballot,
-    PollLinks,
-    Voter,
+    EmbeddedPoll,
     embedded_poll_ids,
-    read_vote_token,
     vote_token,
     vote_url,
 )
-from mailbridge.services.polls._links import EmbeddedPoll
 from mailbridge.storage.types import new_id
 
 SECRET = b"k" * 32

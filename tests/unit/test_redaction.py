@@ -23,7 +23,8 @@ from mailbridge.services.accounts._request_logs import (
     _redact,
     redact_body,
 )
-from mailbridge.services.polls import Voter, vote_url
+from mailbridge.services.polls import Voter
+from mailbridge.services.polls._links import vote_url
 
 SECRET = b"instance secret"
 BASE = "https://mail.acme.io"

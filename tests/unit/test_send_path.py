@@ -22,9 +22,8 @@ from mailbridge.api.send_path import SendPath
 from mailbridge.config import Settings
 from mailbridge.mail.addresses import _valid, _validated, is_reserved
 from mailbridge.services.accounts._request_logs import _redact, redact_body
-from mailbridge.services.cache import TTLCache
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.email._acceptance import EmailWriter
+from mailbridge.services.kernel import ServiceContext, TTLCache
 from mailbridge.storage.json_text import json_encoder
 from mailbridge.storage.queries import table_of
 from mailbridge.storage.sqlite_writer import RowEncoder
@@ -223,7 +222,7 @@ async def test_an_entry_past_half_its_life_is_answered_while_one_lookup_replaces
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     now = [100.0]
-    monkeypatch.setattr("mailbridge.services.cache.time.monotonic", lambda: now[0])
+    monkeypatch.setattr("mailbridge.services.kernel._cache.time.monotonic", lambda: now[0])
     cache: TTLCache[str, int] = TTLCache(ttl=1.0)
     loads: list[asyncio.Event] = []
     value = [1]
@@ -260,7 +259,7 @@ async def test_a_failed_refresh_drops_the_entry_and_a_clear_outlives_a_refresh(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     now = [100.0]
-    monkeypatch.setattr("mailbridge.services.cache.time.monotonic", lambda: now[0])
+    monkeypatch.setattr("mailbridge.services.kernel._cache.time.monotonic", lambda: now[0])
     cache: TTLCache[str, int] = TTLCache(ttl=1.0)
 
     async def revoked() -> int:
@@ -291,7 +290,7 @@ async def test_a_failed_refresh_drops_the_entry_and_a_clear_outlives_a_refresh(
 
 async def test_settling_stops_the_refreshes_still_running(monkeypatch: pytest.MonkeyPatch) -> None:
     now = [100.0]
-    monkeypatch.setattr("mailbridge.services.cache.time.monotonic", lambda: now[0])
+    monkeypatch.setattr("mailbridge.services.kernel._cache.time.monotonic", lambda: now[0])
     cache: TTLCache[str, int] = TTLCache(ttl=1.0)
     stopped = asyncio.Event()
 

@@ -14,7 +14,8 @@ from itsdangerous.encoding import base64_encode
 
 from mailbridge.mail import signed_links, tracking
 from mailbridge.redaction import REDACTED, mask_text
-from mailbridge.services.polls import Ballot, Voter, read_vote_token, vote_token
+from mailbridge.services.polls import Voter, read_vote_token
+from mailbridge.services.polls._links import Ballot, vote_token
 from mailbridge.storage.types import new_id
 
 SECRET = b"s" * 32

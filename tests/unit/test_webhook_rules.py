@@ -13,7 +13,7 @@ import pytest
 
 from mailbridge.clock import FakeClock
 from mailbridge.errors import NotFound, ValidationError
-from mailbridge.services.webhooks._deliveries import RETRY_POLICY, ClaimedDelivery
+from mailbridge.services.webhooks._deliveries import WEBHOOK_RETRY_POLICY, ClaimedDelivery
 from mailbridge.services.webhooks._fanout import event_body
 from mailbridge.services.webhooks._sender import WebhookSender
 from mailbridge.services.webhooks._subscriptions import check_events, new_secret, parse_id
@@ -102,7 +102,7 @@ def test_verify_refuses_a_body_that_is_not_a_json_object() -> None:
 
 
 def test_the_retry_schedule() -> None:
-    delays = [RETRY_POLICY.delay_after(n) for n in range(1, 9)]
+    delays = [WEBHOOK_RETRY_POLICY.delay_after(n) for n in range(1, 9)]
     assert delays == [
         timedelta(seconds=5), timedelta(minutes=5), timedelta(minutes=30), timedelta(hours=2),
         timedelta(hours=5), timedelta(hours=10), timedelta(hours=10), None,

@@ -60,7 +60,7 @@ async def update_key(
     key = await accounts.update_api_key(
         session, principal.team_id, key_id, body.model_dump(exclude_unset=True)
     )
-    context.principals.clear()  # the new scope holds from the next request on
+    accounts.principal_cache(context).clear()  # the new scope holds from the next request on
     return api_key_view(key)
 
 
@@ -69,7 +69,7 @@ async def revoke_key(
     principal: DashboardUser, key_id: str, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
     key = await accounts.revoke_api_key(session, context.clock, principal.team_id, key_id)
-    context.principals.clear()
+    accounts.principal_cache(context).clear()
     return {"object": "api_key", "id": key.id, "deleted": True}
 
 

@@ -31,7 +31,7 @@ from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
 from mailbridge.services import audiences, campaigns
 from mailbridge.services.accounts import Principal
 from mailbridge.services.campaigns import CampaignFields, SendCampaign
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.wire import LINE_PATTERN, read_by_name
 
 router = APIRouter(tags=["broadcasts"])

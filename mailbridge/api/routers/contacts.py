@@ -30,7 +30,7 @@ from mailbridge.services.audiences import (
     outcome_view,
     registered_properties,
 )
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.pagination import Page
 from mailbridge.storage.tables import Contact
 

@@ -13,7 +13,7 @@ from mailbridge.api.bodies import list_body, unpaged_list_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep
 from mailbridge.services import email as emails
 from mailbridge.services.email import EmailFilters, email_summary, email_view
-from mailbridge.services.instance import instance_secret
+from mailbridge.services.kernel import instance_secret
 from mailbridge.wire import declared
 
 router = APIRouter(tags=["emails"])

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query
 
 from mailbridge.api.deps import ContextDep
 from mailbridge.errors import ServiceUnavailable
-from mailbridge.services.health import health_report, readiness
+from mailbridge.services.operations import health_report, readiness
 
 router = APIRouter(tags=["health"])
 

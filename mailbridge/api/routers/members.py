@@ -14,8 +14,9 @@ from mailbridge.api.bodies import list_body, parse_body
 from mailbridge.api.deps import ContextDep, DashboardReader, DashboardUser, PageDep, SessionDep
 from mailbridge.api.openapi import json_body
 from mailbridge.clock import isoformat_ms
-from mailbridge.services import accounts
-from mailbridge.services.accounts import Role, bearer_token, member_view
+from mailbridge.services import accounts, members
+from mailbridge.services.accounts import Role, bearer_token
+from mailbridge.services.members import member_view
 from mailbridge.storage.tables import MemberInvitation
 
 router = APIRouter(tags=["members"])
@@ -58,7 +59,7 @@ async def invite(
     """Invite an address with a role (owners and admins; only an owner invites an owner);
     the answer carries the one-time link to pass on."""
     body = await parse_body(request, Invite)
-    invitation, token = await accounts.invite_member(
+    invitation, token = await members.invite_member(
         session, context.clock, principal.team_id, principal.role, principal.member_id,
         body.email, body.role,
     )  # fmt: skip
@@ -70,7 +71,7 @@ async def invite(
 async def list_invitations(
     principal: DashboardReader, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
-    pending = await accounts.pending_invitations(session, context.clock, principal.team_id)
+    pending = await members.pending_invitations(session, context.clock, principal.team_id)
     return {"object": "list", "has_more": False, "data": [invitation_view(i) for i in pending]}
 
 
@@ -78,7 +79,7 @@ async def list_invitations(
 async def withdraw_invitation(
     principal: DashboardUser, invitation_id: str, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
-    await accounts.withdraw_invitation(
+    await members.withdraw_invitation(
         session, context.clock, principal.team_id, principal.role, principal.member_id,
         invitation_id,
     )  # fmt: skip
@@ -89,7 +90,7 @@ async def withdraw_invitation(
 async def list_members(
     principal: DashboardReader, session: SessionDep, page: PageDep
 ) -> dict[str, Any]:
-    return list_body(await accounts.list_members(session, principal.team_id, page), member_view)
+    return list_body(await members.list_members(session, principal.team_id, page), member_view)
 
 
 @router.patch("/members/{member_id}", openapi_extra=json_body(ChangeMember))
@@ -98,11 +99,11 @@ async def change_member(
     context: ContextDep,
 ) -> dict[str, Any]:  # fmt: skip
     body = await parse_body(request, ChangeMember)
-    member = await accounts.change_role(
+    member = await members.change_role(
         session, context.clock, principal.team_id, principal.role, principal.member_id,
         member_id, body.role,
     )  # fmt: skip
-    context.principals.clear()  # the new role holds from the next request on
+    accounts.principal_cache(context).clear()  # the new role holds from the next request on
     return member_view(member)
 
 
@@ -110,10 +111,10 @@ async def change_member(
 async def remove_member(
     principal: DashboardUser, member_id: str, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
-    member = await accounts.remove_member(
+    member = await members.remove_member(
         session, context.clock, principal.team_id, principal.role, principal.member_id, member_id
     )
-    context.principals.clear()  # their sessions end now
+    accounts.principal_cache(context).clear()  # their sessions end now
     return {"object": "member", "id": member.id, "deleted": True}
 
 
@@ -122,8 +123,8 @@ async def audit_log(
     principal: DashboardReader, session: SessionDep, page: PageDep
 ) -> dict[str, Any]:
     """Who changed members, roles, invitations and sessions, and when (owners only)."""
-    found = await accounts.list_audit(session, principal.team_id, principal.role, page)
-    return list_body(found, accounts.audit_view)
+    found = await members.list_audit(session, principal.team_id, principal.role, page)
+    return list_body(found, members.audit_view)
 
 
 @router.get("/members/{member_id}/sessions")
@@ -132,12 +133,12 @@ async def member_sessions(
     context: ContextDep,
 ) -> dict[str, Any]:  # fmt: skip
     """A member's open sessions: one's own, or a managed member's (owners and admins)."""
-    rows = await accounts.list_sessions(
+    rows = await members.list_sessions(
         session, context.clock, principal.team_id, principal.role, principal.member_id, member_id
     )
     current = _token(request)
     return {"object": "list", "has_more": False,
-            "data": [accounts.session_view(row, current) for row in rows]}  # fmt: skip
+            "data": [members.session_view(row, current) for row in rows]}  # fmt: skip
 
 
 @router.delete("/members/sessions/{session_id}")
@@ -145,11 +146,11 @@ async def revoke_session(
     principal: DashboardReader, session_id: str, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
     """End a session: one's own (any role, view-only too), or a managed member's."""
-    await accounts.revoke_session(
+    await members.revoke_session(
         session, context.clock, principal.team_id, principal.role, principal.member_id,
         session_id,
     )  # fmt: skip
-    context.principals.clear()  # it ends now, in this process's cache too
+    accounts.principal_cache(context).clear()  # it ends now, in this process's cache too
     return {"object": "session", "id": session_id, "deleted": True}
 
 
@@ -160,10 +161,10 @@ async def change_password(
     """Change one's own password: every other session of the member ends."""
     body = await parse_body(request, ChangePassword)
     assert principal.member_id is not None  # a member: DashboardReader refuses keys
-    ended = await accounts.change_password(
+    ended = await members.change_password(
         session, context.clock, principal.member_id, body.current_password, body.password,
         _token(request),
     )  # fmt: skip
-    context.principals.clear()
+    accounts.principal_cache(context).clear()
     return {"object": "member", "id": principal.member_id, "password": "changed",
             "sessions_revoked": ended}  # fmt: skip

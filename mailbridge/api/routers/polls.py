@@ -21,7 +21,7 @@ from mailbridge.api.bodies import parse_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
 from mailbridge.api.openapi import json_body
 from mailbridge.services import polls
-from mailbridge.services.instance import instance_secret
+from mailbridge.services.kernel import instance_secret
 
 logger = logging.getLogger(__name__)
 

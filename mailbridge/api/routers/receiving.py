@@ -11,8 +11,7 @@ from mailbridge.api.deps import ContextDep, CursorQuery, Reader, SessionDep
 from mailbridge.errors import NotFound
 from mailbridge.mail.signed_links import RECEIVED_ATTACHMENT, RECEIVED_RAW, read_received_token
 from mailbridge.services import inbound
-from mailbridge.services.context import ServiceContext
-from mailbridge.services.instance import instance_secret
+from mailbridge.services.kernel import ServiceContext, instance_secret
 from mailbridge.storage.pagination import MAX_LIMIT, PageRequest
 from mailbridge.wire import declared
 

@@ -10,9 +10,11 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from mailbridge.api.bodies import list_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
-from mailbridge.services import email as emails
-from mailbridge.services.email import MAX_SUPPRESSION_BATCH_SIZE as MAX_BATCH_SIZE
-from mailbridge.services.email import suppression_summary, suppression_view
+from mailbridge.services import suppressions
+from mailbridge.services.suppressions import (
+    MAX_SUPPRESSION_BATCH_SIZE as MAX_SUPPRESSION_BATCH_SIZE,
+)
+from mailbridge.services.suppressions import suppression_summary, suppression_view
 from mailbridge.wire import EmailAddress, declared
 
 router = APIRouter(tags=["suppressions"])
@@ -54,7 +56,7 @@ class AddSuppression(BaseModel):
 
 
 class AddSuppressions(BaseModel):
-    emails: list[EmailAddress] = Field(min_length=1, max_length=MAX_BATCH_SIZE)
+    emails: list[EmailAddress] = Field(min_length=1, max_length=MAX_SUPPRESSION_BATCH_SIZE)
 
 
 class RemoveSuppressions(BaseModel):
@@ -63,8 +65,10 @@ class RemoveSuppressions(BaseModel):
         json_schema_extra={"oneOf": [_only("emails", "ids"), _only("ids", "emails")]}
     )
 
-    emails: list[str] | None = Field(default=None, min_length=1, max_length=MAX_BATCH_SIZE)
-    ids: list[str] | None = Field(default=None, min_length=1, max_length=MAX_BATCH_SIZE)
+    emails: list[str] | None = Field(
+        default=None, min_length=1, max_length=MAX_SUPPRESSION_BATCH_SIZE
+    )
+    ids: list[str] | None = Field(default=None, min_length=1, max_length=MAX_SUPPRESSION_BATCH_SIZE)
 
     @model_validator(mode="after")
     def _one_of(self) -> RemoveSuppressions:
@@ -80,7 +84,7 @@ async def list_suppressions(
     page: PageDep,
     origin: Annotated[str | None, Query()] = None,
 ) -> dict[str, Any]:
-    result = await emails.list_suppressions(session, principal.team_id, origin, page)
+    result = await suppressions.list_suppressions(session, principal.team_id, origin, page)
     return list_body(result, suppression_summary)
 
 
@@ -92,7 +96,7 @@ async def add_suppression(
     principal: Writer, body: AddSuppression, session: SessionDep, context: ContextDep
 ) -> JSONResponse:
     """201 with a new entry; 200 with the existing one when the address was already there."""
-    entry, created = await emails.add_suppression(
+    entry, created = await suppressions.add_suppression(
         session, context.clock, principal.team_id, body.email,
         body.origin or body.reason or "manual",
     )  # fmt: skip
@@ -103,7 +107,9 @@ async def add_suppression(
 async def add_suppressions(
     principal: Writer, body: AddSuppressions, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
-    entries = await emails.add_suppressions(session, context.clock, principal.team_id, body.emails)
+    entries = await suppressions.add_suppressions(
+        session, context.clock, principal.team_id, body.emails
+    )
     return {"data": [{"object": "suppression", "id": entry.id} for entry in entries]}
 
 
@@ -112,7 +118,7 @@ async def remove_suppressions(
     principal: Writer, body: RemoveSuppressions, session: SessionDep
 ) -> dict[str, Any]:
     names = body.emails if body.emails is not None else body.ids or []
-    removed = await emails.remove_suppressions(session, principal.team_id, names)
+    removed = await suppressions.remove_suppressions(session, principal.team_id, names)
     return {"data": [{"object": "suppression", "id": e.id, "deleted": True} for e in removed]}
 
 
@@ -120,7 +126,7 @@ async def remove_suppressions(
 async def get_suppression(
     principal: Reader, id_or_email: str, session: SessionDep
 ) -> dict[str, Any]:
-    entry = await emails.find_suppression(session, principal.team_id, id_or_email)
+    entry = await suppressions.find_suppression(session, principal.team_id, id_or_email)
     return suppression_view(entry)
 
 
@@ -128,5 +134,5 @@ async def get_suppression(
 async def remove_suppression(
     principal: Writer, id_or_email: str, session: SessionDep
 ) -> dict[str, Any]:
-    entry = await emails.remove_suppression(session, principal.team_id, id_or_email)
+    entry = await suppressions.remove_suppression(session, principal.team_id, id_or_email)
     return {"object": "suppression", "id": entry.id, "deleted": True}

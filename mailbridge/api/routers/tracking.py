@@ -28,7 +28,7 @@ from mailbridge.errors import NotFound
 from mailbridge.mail import tracking
 from mailbridge.mail.signed_links import read_download_token
 from mailbridge.services import email as emails
-from mailbridge.services.instance import instance_secret
+from mailbridge.services.kernel import instance_secret
 
 logger = logging.getLogger(__name__)
 

@@ -9,10 +9,10 @@ or with ``pipelining=false`` in the URL, a command at a time. The DATA phase is 
 here so that the database can record the handover before the relay can accept the message:
 ``DATA``, and for large content the dot-stuffed content *without* the terminating
 ``.``, waiting until it has left our buffers — then the caller commits ``sent`` and
-:meth:`SmtpHandover.complete` writes ``.\\r\\n`` (preceded by the content when it is
-at most :data:`HELD_CONTENT`: one write). A relay whose client disappears before the
-terminator discards the message (RFC 5321 §4.1.1.4), so a crash before the commit
-delivers nothing.
+:meth:`SmtpHandover.complete` (in ``smtp_handover``) writes ``.\\r\\n`` (preceded by
+the content when it is at most :data:`HELD_CONTENT`: one write). A relay whose client
+disappears before the terminator discards the message (RFC 5321 §4.1.1.4), so a crash
+before the commit delivers nothing.
 
 Just before the terminator, :meth:`SmtpHandover.complete` files a receipt (see
 ``receipts``: a memory copy, nanoseconds before the write). If the runner dies before
@@ -35,10 +35,9 @@ import re
 import ssl
 import time
 from pathlib import Path
-from typing import cast
 
 import aiosmtplib
-from aiosmtplib.protocol import SMTPProtocol, normalize_message_line_endings
+from aiosmtplib.protocol import normalize_message_line_endings
 from aiosmtplib.response import SMTPResponse
 
 from mailbridge.mail.providers.base import (
@@ -48,9 +47,15 @@ from mailbridge.mail.providers.base import (
     Outcome,
     PermanentFailure,
     TemporaryFailure,
-    Unconfirmed,
 )
 from mailbridge.mail.providers.receipts import ReceiptBook, receipt_filed
+from mailbridge.mail.providers.smtp_handover import (
+    TRANSPORT_ERRORS,
+    Connection,
+    SmtpHandover,
+    describe,
+    drained,
+)
 from mailbridge.mail.providers.smtp_pipelining import exchange
 from mailbridge.mail.providers.smtp_relay import SmtpRelay, ehlo_name
 
@@ -58,15 +63,12 @@ from mailbridge.mail.providers.smtp_relay import SmtpRelay, ehlo_name
 REPLY_TIMEOUT = 600.0
 IDLE_CHECK_AFTER = 10.0  # seconds idle before a pooled connection is NOOP-checked
 # Content up to this size is written with its terminator after the commit, in one write
-# (each send on loopback cost the runner ~15 µs of CPU in the delivery bench);
-# larger content goes out before the commit, so that the terminator's write is small
-# enough for the kernel to take at once. 16 KiB is the send buffer a new TCP
-# connection starts with (net.ipv4.tcp_wmem).
+# (each send on loopback cost the runner CPU in the delivery bench); larger content goes
+# out before the commit, so that the terminator's write is small enough for the kernel
+# to take at once. 16 KiB is the send buffer a new TCP connection starts with
+# (net.ipv4.tcp_wmem).
 HELD_CONTENT = 16 * 1024
 _LEADING_DOT = re.compile(rb"(?m)^\.")
-# Enhanced status codes (RFC 3463) that name the recipient: 5.1.x address, 5.2.x mailbox.
-_RECIPIENT_PROBLEM = re.compile(r"^\s*5\.[12]\.\d{1,3}\b")
-_TRANSPORT_ERRORS = (aiosmtplib.SMTPException, OSError, TimeoutError)
 
 
 def data_content(message: bytes) -> bytes:
@@ -82,20 +84,6 @@ def data_content(message: bytes) -> bytes:
     if message.startswith(b".") or b"\n." in message:
         message = _LEADING_DOT.sub(b"..", message)
     return message
-
-
-class _Connection:
-    def __init__(self, smtp: aiosmtplib.SMTP, *, pipelining: bool) -> None:
-        self.smtp = smtp
-        self.last_used = time.monotonic()
-        self.needs_reset = False
-        self.pipelining = pipelining and smtp.supports_extension("pipelining")
-
-    @property
-    def protocol(self) -> SMTPProtocol:
-        if self.smtp.protocol is None:
-            raise aiosmtplib.SMTPServerDisconnected("connection lost")
-        return self.smtp.protocol
 
 
 class SmtpProvider:
@@ -119,12 +107,12 @@ class SmtpProvider:
         self.tls_context = tls_context
         self.reply_timeout = reply_timeout
         self.connections_opened = 0
-        self._idle: list[_Connection] = []
+        self._idle: list[Connection] = []
         self._slots = asyncio.Semaphore(pool_size)
 
     # --- the pool -----------------------------------------------------------------
 
-    async def _connect(self) -> _Connection:
+    async def _connect(self) -> Connection:
         relay = self.relay
         smtp = aiosmtplib.SMTP(
             hostname=relay.host,
@@ -142,9 +130,9 @@ class SmtpProvider:
         if smtp.is_ehlo_or_helo_needed:
             await smtp.ehlo()  # now, so that the extensions (SIZE, SMTPUTF8) are known
         self.connections_opened += 1
-        return _Connection(smtp, pipelining=relay.pipelining)
+        return Connection(smtp, pipelining=relay.pipelining)
 
-    async def _acquire(self, *, fresh: bool = False) -> tuple[_Connection, bool]:
+    async def _acquire(self, *, fresh: bool = False) -> tuple[Connection, bool]:
         """A connection ready for MAIL FROM, and whether it was reused from the pool."""
         await self._slots.acquire()
         try:
@@ -158,7 +146,7 @@ class SmtpProvider:
             self._slots.release()
             raise
 
-    async def _ready(self, connection: _Connection) -> bool:
+    async def _ready(self, connection: Connection) -> bool:
         if not connection.smtp.is_connected:
             return False
         try:
@@ -167,11 +155,11 @@ class SmtpProvider:
                 connection.needs_reset = False
             elif time.monotonic() - connection.last_used > IDLE_CHECK_AFTER:
                 await connection.smtp.noop()
-        except _TRANSPORT_ERRORS:
+        except TRANSPORT_ERRORS:
             return False
         return True
 
-    def _release(self, connection: _Connection, *, reusable: bool) -> None:
+    def _release(self, connection: Connection, *, reusable: bool) -> None:
         if reusable and connection.smtp.is_connected:
             connection.last_used = time.monotonic()
             self._idle.append(connection)
@@ -185,7 +173,7 @@ class SmtpProvider:
             book.close()
         idle, self._idle = self._idle, []
         for connection in idle:
-            with contextlib.suppress(*_TRANSPORT_ERRORS):
+            with contextlib.suppress(*TRANSPORT_ERRORS):
                 await asyncio.wait_for(connection.smtp.quit(), 2)
             connection.smtp.close()
 
@@ -212,21 +200,21 @@ class SmtpProvider:
         for fresh in (False, True):
             try:
                 connection, reused = await self._acquire(fresh=fresh)
-            except _TRANSPORT_ERRORS as exc:
-                return TemporaryFailure(f"cannot reach the relay: {_describe(exc)}")
+            except TRANSPORT_ERRORS as exc:
+                return TemporaryFailure(f"cannot reach the relay: {describe(exc)}")
             try:
                 return await self._begin(connection, delivery, content, book)
-            except _TRANSPORT_ERRORS as exc:
+            except TRANSPORT_ERRORS as exc:
                 self._release(connection, reusable=False)
                 if not (reused and isinstance(exc, aiosmtplib.SMTPServerDisconnected)):
-                    return TemporaryFailure(f"relay connection failed: {_describe(exc)}")
+                    return TemporaryFailure(f"relay connection failed: {describe(exc)}")
             except BaseException:
                 self._release(connection, reusable=False)
                 raise
         return TemporaryFailure("relay connection failed twice")
 
     async def _begin(
-        self, connection: _Connection, delivery: Delivery, content: bytes, book: ReceiptBook | None
+        self, connection: Connection, delivery: Delivery, content: bytes, book: ReceiptBook | None
     ) -> Handover | Outcome:
         smtp = connection.smtp
         options: list[bytes] = []
@@ -248,7 +236,7 @@ class SmtpProvider:
 
     async def _transaction(
         self,
-        connection: _Connection,
+        connection: Connection,
         delivery: Delivery,
         content: bytes,
         options: list[bytes],
@@ -312,7 +300,7 @@ class SmtpProvider:
         return sender, replies, await smtp.execute_command(b"DATA", timeout=None)
 
     async def _handover(
-        self, connection: _Connection, content: bytes, accepted: list[str], rejected: dict[str, str]
+        self, connection: Connection, content: bytes, accepted: list[str], rejected: dict[str, str]
     ) -> SmtpHandover:
         protocol = connection.protocol
         held = b""
@@ -320,7 +308,7 @@ class SmtpProvider:
             held = content  # goes out with the terminator: one write, not two
         else:
             protocol.write(content)
-            await _drained(protocol)
+            await drained(protocol)
         # Arm the reader before the terminator can be written: aiosmtplib drops a reply
         # that arrives while no read is pending.
         reader = asyncio.ensure_future(protocol.read_response(timeout=None))
@@ -350,95 +338,6 @@ class SmtpProvider:
         return Accepted(reply=reply, confirmed=False)
 
 
-class SmtpHandover:
-    def __init__(
-        self,
-        provider: SmtpProvider,
-        connection: _Connection,
-        reader: asyncio.Future[SMTPResponse],
-        accepted: tuple[str, ...],
-        rejected: dict[str, str],
-        held: bytes = b"",
-    ) -> None:
-        self._provider = provider
-        self._held = held  # content not written yet: it precedes the terminator
-        self._connection = connection
-        self._reader = reader
-        self._accepted = accepted
-        self._rejected = rejected
-        self._lost: Exception | None = None
-        self._released = False
-        self.receipt: tuple[ReceiptBook, str, int] | None = None
-
-    def complete(self) -> None:
-        # The receipt before the write (see ``receipts``: after it, the runner may sit
-        # descheduled with the terminator written and no receipt yet).
-        book: ReceiptBook | None = None
-        slot = 0
-        if self.receipt is not None:
-            book, email_id, attempt = self.receipt
-            slot = book.file(email_id, attempt)
-        protocol = self._connection.protocol
-        try:
-            protocol.write(self._held + b".\r\n")
-        except aiosmtplib.SMTPServerDisconnected as exc:
-            self._lost = exc
-            if book is not None:
-                book.withdraw(slot)
-            return
-        transport = cast(asyncio.WriteTransport | None, protocol.transport)
-        if book is not None and (transport is None or transport.get_write_buffer_size()):
-            # Still in our buffer (the kernel's was full): a kill now would lose it, and
-            # the relay would discard the message, so it must be sent again.
-            book.withdraw(slot)
-
-    def abandon(self) -> None:
-        # Closing in the middle of DATA is how a client takes a message back.
-        self._reader.cancel()
-        self._release(reusable=False)
-
-    def _release(self, *, reusable: bool) -> None:
-        if not self._released:
-            self._released = True
-            self._provider._release(self._connection, reusable=reusable)
-
-    async def outcome(self) -> Outcome:
-        if self._lost is not None:
-            self._reader.cancel()
-            self._release(reusable=False)
-            # The terminator never left, so the relay discarded the message.
-            return TemporaryFailure(f"connection lost before the end of data: {self._lost}")
-        try:
-            async with asyncio.timeout(self._provider.reply_timeout):
-                response = await self._reader
-        except _TRANSPORT_ERRORS as exc:
-            self._release(reusable=False)
-            return Unconfirmed(f"no answer to the end of data: {_describe(exc)}")
-        except BaseException:
-            self._release(reusable=False)
-            raise
-        self._release(reusable=True)
-        reply = f"{response.code} {response.message}"
-        if 200 <= response.code < 300:
-            return Accepted(reply=reply, rejected=dict(self._rejected))
-        if response.code < 500:
-            return TemporaryFailure(f"end of data deferred: {reply}")
-        bounced = self._accepted if _RECIPIENT_PROBLEM.match(response.message) else ()
-        return PermanentFailure(f"end of data refused: {reply}", bounced)
-
-
-async def _drained(protocol: SMTPProtocol) -> None:
-    """Wait until everything written has left asyncio's buffer for the kernel's: only
-    bytes the kernel holds are still sent if this process is killed."""
-    while True:
-        transport = cast(asyncio.WriteTransport | None, protocol.transport)
-        if transport is None or transport.is_closing():
-            raise aiosmtplib.SMTPServerDisconnected("connection lost while sending data")
-        if transport.get_write_buffer_size() == 0:
-            return
-        await asyncio.sleep(0.001)
-
-
 def _refusal(response: SMTPResponse, stage: str) -> Outcome:
     reason = f"{stage} refused: {response.code} {response.message}"
     return TemporaryFailure(reason) if response.code < 500 else PermanentFailure(reason)
@@ -446,7 +345,3 @@ def _refusal(response: SMTPResponse, stage: str) -> Outcome:
 
 def _pairs(addresses: dict[str, str]) -> list[str]:
     return [f"{address}: {reply}" for address, reply in addresses.items()]
-
-
-def _describe(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__

@@ -16,7 +16,7 @@ from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.tables import ApiKey
 
 API_KEY_KIND = "mb"
-MAX_NAME_LENGTH = 50
+MAX_API_KEY_NAME_LENGTH = 50
 
 
 class Permission(StrEnum):
@@ -35,8 +35,8 @@ async def create_api_key(
 ) -> tuple[ApiKey, str]:
     """Create a key; the token in the answer is the only copy there will ever be."""
     name = name.strip()
-    if not name or len(name) > MAX_NAME_LENGTH:
-        raise ValidationError(f"`name` must be 1 to {MAX_NAME_LENGTH} characters.")
+    if not name or len(name) > MAX_API_KEY_NAME_LENGTH:
+        raise ValidationError(f"`name` must be 1 to {MAX_API_KEY_NAME_LENGTH} characters.")
     if domain is not None and permission is not Permission.SENDING_ACCESS:
         raise ValidationError("`domain` can only limit a key with `sending_access`.")
     issued = tokens.issue(API_KEY_KIND)
@@ -90,8 +90,8 @@ async def update_api_key(
     name = key.name
     if "name" in changes:
         name = str(changes["name"] or "").strip()
-        if not name or len(name) > MAX_NAME_LENGTH:
-            raise ValidationError(f"`name` must be 1 to {MAX_NAME_LENGTH} characters.")
+        if not name or len(name) > MAX_API_KEY_NAME_LENGTH:
+            raise ValidationError(f"`name` must be 1 to {MAX_API_KEY_NAME_LENGTH} characters.")
     permission = Permission(changes.get("permission") or key.permission)
     domain = key.domain
     if "domain" in changes:

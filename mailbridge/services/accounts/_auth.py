@@ -26,6 +26,7 @@ from mailbridge.errors import (
 from mailbridge.services.accounts import _tokens as tokens
 from mailbridge.services.accounts._api_keys import API_KEY_KIND, Permission
 from mailbridge.services.accounts._teams import MEMBER_SESSION_KIND, Role
+from mailbridge.services.kernel import ServiceContext, TTLCache
 from mailbridge.storage.tables import ApiKey, Member, MemberSession, Team
 
 
@@ -149,3 +150,11 @@ async def _authenticate_member(session: AsyncSession, clock: Clock, token: str) 
         team_id=member.team_id, plan=plan, member_id=member.id, role=Role(member.role),
         expires_at=member_session.expires_at,
     )  # fmt: skip
+
+
+def principal_cache(context: ServiceContext) -> TTLCache[str, Principal]:
+    """Who each token is, for a second (``ServiceContext.cache``): a change made by another
+    process (a revoked key, a reset password) is seen within it; the process that makes
+    one clears it."""
+    cache: TTLCache[str, Principal] = context.cache("principals", ttl=1.0)
+    return cache

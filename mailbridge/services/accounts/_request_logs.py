@@ -174,7 +174,7 @@ class RequestLogSink:
         """Flush every ``interval`` seconds (or sooner when the buffer fills) until cancelled.
 
         Often, so that each flush is small: under load a flush every half second encoded
-        over a thousand entries at once, and the requests around it waited (p99 up by half).
+        a great many entries at once, and the requests around it waited (a far worse p99).
         """
         while True:
             with contextlib.suppress(TimeoutError):

@@ -72,7 +72,7 @@ async def resolve_team(session: AsyncSession, ref: str | None) -> Team:
     return team
 
 
-async def add_member(
+async def add_team_member(
     session: AsyncSession,
     clock: Clock,
     team: Team,
@@ -127,3 +127,13 @@ async def set_timezone(session: AsyncSession, team: Team, timezone: str) -> Team
     team.timezone = checked_timezone(timezone)
     await session.commit()
     return team
+
+
+def member_session_prefix(token: str) -> str | None:
+    """The public lookup handle of a member session token; None when it is not one."""
+    return tokens.split(token, MEMBER_SESSION_KIND)
+
+
+def token_digest(token: str) -> str:
+    """What is stored of a token (its SHA-256), compared to find the row it opens."""
+    return tokens.digest(token)

@@ -13,8 +13,8 @@ from mailbridge.services.audiences._audience_scope import (
     audience_scope,
     list_audience_contacts,
 )
-from mailbridge.services.audiences._audiences import MAX_NAME_LENGTH as MAX_AUDIENCE_NAME_LENGTH
 from mailbridge.services.audiences._audiences import (
+    MAX_AUDIENCE_NAME_LENGTH,
     audience_view,
     create_audience,
     delete_audience,
@@ -22,8 +22,11 @@ from mailbridge.services.audiences._audiences import (
     list_audiences,
     resolve_audience,
 )
-from mailbridge.services.audiences._contact_batch import MAX_BATCH_SIZE as MAX_CONTACT_BATCH_SIZE
-from mailbridge.services.audiences._contact_batch import outcome_view, upsert_contacts
+from mailbridge.services.audiences._contact_batch import (
+    MAX_CONTACT_BATCH_SIZE,
+    outcome_view,
+    upsert_contacts,
+)
 from mailbridge.services.audiences._contact_filters import ContactFilters
 from mailbridge.services.audiences._contacts import (
     ContactChanges,
@@ -41,8 +44,8 @@ from mailbridge.services.audiences._contacts import (
     normalize_email,
     update_contact,
 )
-from mailbridge.services.audiences._properties import KEY_WIRE_SCHEMA as PROPERTY_KEY_SCHEMA
 from mailbridge.services.audiences._properties import (
+    PROPERTY_KEY_SCHEMA,
     PROPERTY_TYPES,
     check_contact_properties,
     contact_property_view,
@@ -55,25 +58,22 @@ from mailbridge.services.audiences._properties import (
 )
 from mailbridge.services.audiences._recipients import check_recipients, recipients_condition
 from mailbridge.services.audiences._segment_filters import SegmentFilter
-from mailbridge.services.audiences._segments import add_member as add_segment_member
 from mailbridge.services.audiences._segments import (
+    add_segment_member,
     create_segment,
     delete_segment,
     get_segment,
     list_segments,
-    member_ids,
+    remove_segment_member,
     segment_contacts,
     segment_size,
     segment_view,
     segments_of_contact,
     update_segment,
 )
-from mailbridge.services.audiences._segments import remove_member as remove_segment_member
 from mailbridge.services.audiences._topics import (
-    MAX_DESCRIPTION_LENGTH as MAX_TOPIC_DESCRIPTION_LENGTH,
-)
-from mailbridge.services.audiences._topics import MAX_NAME_LENGTH as MAX_TOPIC_NAME_LENGTH
-from mailbridge.services.audiences._topics import (
+    MAX_TOPIC_DESCRIPTION_LENGTH,
+    MAX_TOPIC_NAME_LENGTH,
     contact_subscriptions,
     create_topic,
     delete_topic,
@@ -130,7 +130,6 @@ __all__ = [
     "list_properties",
     "list_segments",
     "list_topics",
-    "member_ids",
     "new_contact_row",
     "normalize_email",
     "outcome_view",

@@ -18,13 +18,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import ValidationError
 from mailbridge.services.audiences._contact_lock import holding_contact_lock, time_bound
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.queries import get_owned
 from mailbridge.storage.tables import Audience
 
 DEFAULT_AUDIENCE_NAME = "General"
-MAX_NAME_LENGTH = 200
+MAX_AUDIENCE_NAME_LENGTH = 200
 # Fixed forever: changing it would give every team a second default audience.
 _DEFAULT_AUDIENCE_NAMESPACE = uuid.UUID("6d1f3c52-0c4e-4f7e-9a43-2b9b1f6f0a11")
 
@@ -45,8 +45,8 @@ def audience_view(audience: Audience) -> dict[str, Any]:
 
 def _name(name: str) -> str:
     name = name.strip()
-    if not name or len(name) > MAX_NAME_LENGTH:
-        raise ValidationError(f"`name` must be 1 to {MAX_NAME_LENGTH} characters.")
+    if not name or len(name) > MAX_AUDIENCE_NAME_LENGTH:
+        raise ValidationError(f"`name` must be 1 to {MAX_AUDIENCE_NAME_LENGTH} characters.")
     return name
 
 

@@ -17,7 +17,6 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.errors import ApiError, ContactsBusy, ValidationError
-from mailbridge.services.activity import record_event
 from mailbridge.services.audiences._contact_lock import holding_contact_lock, time_bound
 from mailbridge.services.audiences._contacts import (
     NewContact,
@@ -30,10 +29,10 @@ from mailbridge.services.audiences._properties import (
     check_contact_properties,
     registered_properties,
 )
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext, record_event
 from mailbridge.storage.tables import Audience, Contact, ContactProperty
 
-MAX_BATCH_SIZE = 1000
+MAX_CONTACT_BATCH_SIZE = 1000
 MAX_PROBLEMS_TOLD = 10
 # Stay far below every backend's limit on bound parameters per statement.
 _LOOKUP_CHUNK = 500
@@ -58,8 +57,8 @@ def prepare_batch(
     items: Sequence[NewContact], registry: Mapping[str, ContactProperty]
 ) -> list[PreparedContact]:
     """Check every item; one 422 tells the problems (by index) if any item is invalid."""
-    if not 1 <= len(items) <= MAX_BATCH_SIZE:
-        raise ValidationError(f"A batch holds 1 to {MAX_BATCH_SIZE} contacts.")
+    if not 1 <= len(items) <= MAX_CONTACT_BATCH_SIZE:
+        raise ValidationError(f"A batch holds 1 to {MAX_CONTACT_BATCH_SIZE} contacts.")
     prepared: list[PreparedContact] = []
     problems: list[str] = []
     first_index: dict[str, int] = {}

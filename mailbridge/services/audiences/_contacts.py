@@ -22,7 +22,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import Conflict, NotFound, ValidationError
-from mailbridge.services.activity import record_event
 from mailbridge.services.audiences import _topics as topics
 from mailbridge.services.audiences._audiences import default_audience_id, get_audience
 from mailbridge.services.audiences._contact_filters import ContactFilters, filtered
@@ -32,6 +31,7 @@ from mailbridge.services.audiences._properties import (
     check_date_shape,
     registered_properties,
 )
+from mailbridge.services.kernel import record_event
 from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.queries import is_uuid
 from mailbridge.storage.tables import Audience, Contact, ContactProperty, Segment, SegmentMember

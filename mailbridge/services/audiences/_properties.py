@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import Conflict, ValidationError
 from mailbridge.services.audiences._contact_lock import holding_contact_lock, time_bound
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.queries import get_owned
 from mailbridge.storage.tables import Contact, ContactProperty
@@ -46,7 +46,7 @@ def _any_case(word: str) -> str:
 
 
 # What ``check_key`` accepts, for the OpenAPI document: KEY_PATTERN, not a reserved key.
-KEY_WIRE_SCHEMA: dict[str, Any] = {
+PROPERTY_KEY_SCHEMA: dict[str, Any] = {
     "pattern": rf"^[A-Za-z0-9_]{{1,50}}{END}",
     "not": {"pattern": f"^(?:{'|'.join(sorted(map(_any_case, RESERVED_KEYS)))})$"},
 }

@@ -188,7 +188,7 @@ async def _member_candidate(
     return await find_contact(session, team_id, contact_ref, audience_id)
 
 
-async def add_member(
+async def add_segment_member(
     session: AsyncSession, clock: Clock, team_id: str, segment_id: str, contact_ref: str
 ) -> tuple[Segment, Contact]:
     segment = await get_segment(session, team_id, segment_id)
@@ -204,7 +204,7 @@ async def add_member(
     return segment, contact
 
 
-async def remove_member(
+async def remove_segment_member(
     session: AsyncSession, team_id: str, segment_id: str, contact_ref: str
 ) -> tuple[Segment, Contact]:
     segment = await get_segment(session, team_id, segment_id)

@@ -25,8 +25,8 @@ from mailbridge.storage.tables import ContactTopic, Topic
 
 SUBSCRIPTIONS = ("opt_in", "opt_out")
 VISIBILITIES = ("public", "private")
-MAX_NAME_LENGTH = 200
-MAX_DESCRIPTION_LENGTH = 1000
+MAX_TOPIC_NAME_LENGTH = 200
+MAX_TOPIC_DESCRIPTION_LENGTH = 1000
 
 
 def topic_view(topic: Topic) -> dict[str, Any]:
@@ -44,14 +44,16 @@ def topic_view(topic: Topic) -> dict[str, Any]:
 
 def _name(name: str) -> str:
     name = name.strip()
-    if not name or len(name) > MAX_NAME_LENGTH:
-        raise ValidationError(f"`name` must be 1 to {MAX_NAME_LENGTH} characters.")
+    if not name or len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise ValidationError(f"`name` must be 1 to {MAX_TOPIC_NAME_LENGTH} characters.")
     return name
 
 
 def _description(description: str | None) -> str | None:
-    if description is not None and len(description) > MAX_DESCRIPTION_LENGTH:
-        raise ValidationError(f"`description` must be at most {MAX_DESCRIPTION_LENGTH} characters.")
+    if description is not None and len(description) > MAX_TOPIC_DESCRIPTION_LENGTH:
+        raise ValidationError(
+            f"`description` must be at most {MAX_TOPIC_DESCRIPTION_LENGTH} characters."
+        )
     return description
 
 

@@ -11,9 +11,7 @@ webhooks context's activity dispatcher as the consumer after its fan-out).
 from __future__ import annotations
 
 from mailbridge.services.automations._automations import (
-    MAX_NAME_LENGTH as MAX_AUTOMATION_NAME_LENGTH,
-)
-from mailbridge.services.automations._automations import (
+    MAX_AUTOMATION_NAME_LENGTH,
     STATUSES,
     TRIGGER_CONFIG_FIELDS,
     NewAutomation,
@@ -34,6 +32,7 @@ from mailbridge.services.automations._event_definitions import (
     FIELD_PATTERN,
     FIELD_TYPES,
     MAX_DESCRIPTION_LENGTH,
+    MAX_EVENT_NAME_LENGTH,
     MAX_FIELDS,
     create_definition,
     delete_definition,
@@ -41,9 +40,6 @@ from mailbridge.services.automations._event_definitions import (
     find_definition,
     list_definitions,
     update_definition,
-)
-from mailbridge.services.automations._event_definitions import (
-    MAX_NAME_LENGTH as MAX_EVENT_NAME_LENGTH,
 )
 from mailbridge.services.automations._event_intake import SendEventRequest, send_event
 from mailbridge.services.automations._graphs import graph_of
@@ -74,7 +70,6 @@ __all__ = [
     "MAX_FIELDS",
     "STATUSES",
     "TRIGGER_CONFIG_FIELDS",
-    "BuiltInTriggers",
     "NewAutomation",
     "NewStep",
     "SendEventRequest",

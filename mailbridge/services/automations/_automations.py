@@ -42,7 +42,7 @@ from mailbridge.storage.types import new_id
 
 STATUSES = ("enabled", "disabled")
 TRIGGER_CONFIG_FIELDS = ("allow_reentry",)
-MAX_NAME_LENGTH = 200
+MAX_AUTOMATION_NAME_LENGTH = 200
 COPY_SUFFIX = " (copy)"
 
 
@@ -109,8 +109,8 @@ def automation_list_item(automation: Automation) -> dict[str, Any]:
 
 def _name(value: object) -> str:
     name = value.strip() if isinstance(value, str) else ""
-    if not name or len(name) > MAX_NAME_LENGTH:
-        raise ValidationError(f"`name` must be 1 to {MAX_NAME_LENGTH} characters.")
+    if not name or len(name) > MAX_AUTOMATION_NAME_LENGTH:
+        raise ValidationError(f"`name` must be 1 to {MAX_AUTOMATION_NAME_LENGTH} characters.")
     return name
 
 
@@ -265,7 +265,7 @@ async def stop_automation(
 
 
 def _copy_name(name: str) -> str:
-    return name[: MAX_NAME_LENGTH - len(COPY_SUFFIX)] + COPY_SUFFIX
+    return name[: MAX_AUTOMATION_NAME_LENGTH - len(COPY_SUFFIX)] + COPY_SUFFIX
 
 
 async def duplicate_automation(

@@ -29,7 +29,7 @@ from mailbridge.engine.runs import Phase, Run, RunStatus, StepRecord
 from mailbridge.services.accounts import lock_teams, plan_named
 from mailbridge.services.automations._contacts import SQLContacts
 from mailbridge.services.automations._mailer import SQLMailer
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.steps import VOCABULARY
 from mailbridge.storage import bulk
 from mailbridge.storage.queries import table_of

@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.engine.engine import Engine
 from mailbridge.engine.graph import Graph
 from mailbridge.services.automations._backend import SQLTransaction, sql_engine
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.tables import ActivityEvent, Automation, AutomationVersion
 from mailbridge.triggers import ListenedNames, Listener, emit_activity
 

@@ -16,7 +16,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.engine.ports import AutomationRef
 from mailbridge.engine.ports import Contact as ContactView
 from mailbridge.errors import ApiError
-from mailbridge.services.activity import record_event
 from mailbridge.services.audiences import (
     ContactFields,
     apply_changes,
@@ -25,7 +24,7 @@ from mailbridge.services.audiences import (
     new_contact_row,
     registered_properties,
 )
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext, record_event
 from mailbridge.storage import bulk
 from mailbridge.storage.queries import table_of
 from mailbridge.storage.tables import (

@@ -27,7 +27,7 @@ from mailbridge.storage.tables import EventDefinition
 from mailbridge.triggers import BUILT_IN_PREFIXES
 
 FIELD_TYPES = ("string", "number", "boolean", "date")
-MAX_NAME_LENGTH = 200
+MAX_EVENT_NAME_LENGTH = 200
 MAX_DESCRIPTION_LENGTH = 1000
 MAX_FIELDS = 100
 FIELD_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,100}")
@@ -49,8 +49,8 @@ def event_definition_view(definition: EventDefinition) -> dict[str, Any]:
 
 
 def check_name(name: object) -> str:
-    if not isinstance(name, str) or not 1 <= len(name) <= MAX_NAME_LENGTH:
-        raise ValidationError(f"`name` must be 1 to {MAX_NAME_LENGTH} characters.")
+    if not isinstance(name, str) or not 1 <= len(name) <= MAX_EVENT_NAME_LENGTH:
+        raise ValidationError(f"`name` must be 1 to {MAX_EVENT_NAME_LENGTH} characters.")
     if any(char.isspace() for char in name):
         raise ValidationError("`name` cannot contain spaces.")
     if is_uuid(name):

@@ -26,7 +26,7 @@ from mailbridge.services.accounts import Principal
 from mailbridge.services.audiences import normalize_email
 from mailbridge.services.automations._backend import SQLBackend, sql_engine
 from mailbridge.services.automations._event_definitions import definition_named, payload_problems
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.queries import is_uuid
 from mailbridge.storage.tables import Contact
 from mailbridge.triggers import BUILT_IN_PREFIXES, custom_event_name, emit_custom_event

@@ -19,12 +19,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.engine.ports import OutgoingEmail, SendRefused
 from mailbridge.errors import ApiError, DailyQuotaExceeded, MonthlyQuotaExceeded
 from mailbridge.mail import templating
-from mailbridge.services import email as emails
-from mailbridge.services import polls
+from mailbridge.services import polls, suppressions
 from mailbridge.services.accounts import Principal, QuotaLedger, lock_teams, locks_last
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.email import SendEmailRequest, SendJob, prepare_email
-from mailbridge.services.email import store_email as store
+from mailbridge.services.email import store_email as store_email
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.services.polls import Voter
 
 _EMAIL_IDS = uuid.UUID("5b0b8d0e-3f5c-4c1e-9a57-6d1c1b7e0a11")
@@ -115,7 +114,7 @@ class SQLMailer:
     async def _suppressed(self, team_id: str) -> set[str]:
         """The team's suppression list, read once a transaction (not once an email)."""
         if team_id not in self._lists:
-            self._lists[team_id] = await emails.listed_addresses(self.session, team_id)
+            self._lists[team_id] = await suppressions.listed_addresses(self.session, team_id)
         return self._lists[team_id]
 
     async def _ledger(self, team_id: str) -> QuotaLedger:
@@ -135,7 +134,7 @@ class SQLMailer:
         if not self._jobs:
             return False
         jobs, self._jobs = self._jobs, []
-        for outcome in await store(self.session, self.context.clock, jobs):
+        for outcome in await store_email(self.session, self.context.clock, jobs):
             if outcome is not None:  # checked when asked; a refusal now means a race: retry all
                 raise outcome
         return True

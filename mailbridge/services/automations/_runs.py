@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.engine.runs import Phase, RunStatus
 from mailbridge.errors import NotFound, ValidationError
-from mailbridge.services.activity import record_event
+from mailbridge.services.kernel import record_event
 from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.queries import is_uuid
 from mailbridge.storage.tables import Automation, AutomationRun, AutomationRunStep

@@ -21,10 +21,12 @@ from mailbridge.services.campaigns._campaigns import (
     list_campaigns,
     update_campaign,
 )
-from mailbridge.services.campaigns._fanout import advance as advance_campaign
-from mailbridge.services.campaigns._fanout import claim_due as claim_due_campaigns
-from mailbridge.services.campaigns._fanout import next_due_at as next_campaign_due_at
-from mailbridge.services.campaigns._fanout import release as release_campaigns
+from mailbridge.services.campaigns._fanout import (
+    advance_campaign,
+    claim_due_campaigns,
+    next_campaign_due_at,
+    release_campaigns,
+)
 from mailbridge.services.campaigns._requests import CampaignFields, SendCampaign
 from mailbridge.services.campaigns._sending import cancel_campaign, send_campaign
 

@@ -1,9 +1,9 @@
 """The runner's side of campaigns: one bounded step a transaction, rows first.
 
-A campaign with a ``due_at`` is claimed with a lease (``claim_due``); :func:`advance`
-then takes one step of its ``phase`` and commits it with the campaign's new phase and
-due time, so a runner killed at any instant leaves a campaign that the next claim (after
-the lease) takes up exactly where the last commit left it:
+A campaign with a ``due_at`` is claimed with a lease (``claim_due_campaigns``);
+:func:`advance_campaign` then takes one step of its ``phase`` and commits it with the
+campaign's new phase and due time, so a runner killed at any instant leaves a campaign
+that the next claim (after the lease) takes up exactly where the last commit left it:
 
 - ``start``: a scheduled campaign's time has come: it starts resolving.
 - ``occur``: a recurring campaign's occurrence has come: a child campaign for it (its
@@ -33,14 +33,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.errors import ApiError
 from mailbridge.services import polls
 from mailbridge.services.accounts import Principal, QuotaLedger, lock_teams
-from mailbridge.services.activity import record_event
 from mailbridge.services.campaigns._ab import ab_result
 from mailbridge.services.campaigns._calendar import Recurrence, batch_due, timezone_named
 from mailbridge.services.campaigns._content import Content, stored_content
 from mailbridge.services.campaigns._recipients import count_recipients, resolve_chunk
 from mailbridge.services.campaigns._requests import decide_after_of
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.email import SendEmailRequest, prepare_email, store_prepared_rows
+from mailbridge.services.kernel import ServiceContext, record_event
 from mailbridge.storage.tables import Campaign, CampaignRecipient, Contact, Team
 from mailbridge.storage.types import new_id
 
@@ -49,12 +48,12 @@ RETRY_AFTER = timedelta(minutes=5)  # a step refused by a check that no longer h
 _CHILD_IDS = uuid.UUID("8a0c6d2e-5b7f-4f0e-9a51-3c2d9e7b1f40")
 
 
-async def next_due_at(session: AsyncSession) -> datetime | None:
+async def next_campaign_due_at(session: AsyncSession) -> datetime | None:
     query = select(Campaign.due_at).where(Campaign.due_at.is_not(None)).order_by(Campaign.due_at)
     return await session.scalar(query.limit(1))
 
 
-async def claim_due(
+async def claim_due_campaigns(
     session: AsyncSession, now: datetime, owner: str, limit: int, lease: timedelta
 ) -> list[str]:
     """Lease up to ``limit`` due campaigns (not leased by a live runner); their ids."""
@@ -81,7 +80,7 @@ async def claim_due(
     return ids
 
 
-async def release(session: AsyncSession, owner: str) -> None:
+async def release_campaigns(session: AsyncSession, owner: str) -> None:
     await session.execute(
         update(Campaign)
         .where(Campaign.lease_owner == owner)
@@ -91,7 +90,7 @@ async def release(session: AsyncSession, owner: str) -> None:
     await session.commit()
 
 
-async def advance(context: ServiceContext, campaign_id: str, owner: str) -> bool:
+async def advance_campaign(context: ServiceContext, campaign_id: str, owner: str) -> bool:
     """One step of a leased campaign; True when its next step is due at once."""
     now = context.clock.now()
     async with context.database.session() as session:

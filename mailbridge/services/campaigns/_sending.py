@@ -38,8 +38,8 @@ from mailbridge.services.campaigns._campaigns import get_campaign
 from mailbridge.services.campaigns._content import Content, resolve_content
 from mailbridge.services.campaigns._recipients import count_recipients
 from mailbridge.services.campaigns._requests import SendCampaign
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.email import SendEmailRequest, prepare_email
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.tables import Campaign
 
 ACTIVE = ("queued", "sending")

@@ -18,6 +18,7 @@ from mailbridge.services.domains._domains import (
     DEFAULT_RETURN_PATH,
     DEFAULT_TRACKING_SUBDOMAIN,
     LABEL_PATTERN,
+    MAX_DOMAIN_NAME_LENGTH,
     REGIONS,
     DomainChanges,
     DomainOptions,
@@ -35,7 +36,6 @@ from mailbridge.services.domains._domains import (
     sending_domain,
     update_domain,
 )
-from mailbridge.services.domains._domains import MAX_NAME_LENGTH as MAX_DOMAIN_NAME_LENGTH
 from mailbridge.services.domains._records import txt_values
 from mailbridge.services.domains._verification import recheck_due_domains, verify_domain
 

@@ -33,7 +33,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.config import Settings
 from mailbridge.errors import DomainConflict, NotFound, ValidationError
-from mailbridge.services.activity import record_event
 from mailbridge.services.domains._domains import (
     domain_view,
     ensure_within_cap,
@@ -45,6 +44,7 @@ from mailbridge.services.domains._domains import (
     record_domain_event,
 )
 from mailbridge.services.domains._records import RECORD_TTL, SENDING_STATUSES, txt_values
+from mailbridge.services.kernel import record_event
 from mailbridge.storage.queries import is_uuid
 from mailbridge.storage.tables import Domain, DomainClaim
 

@@ -33,7 +33,6 @@ from mailbridge.config import Settings
 from mailbridge.errors import DomainConflict, PlanLimitReached, ValidationError
 from mailbridge.mail import dkim
 from mailbridge.services.accounts import plan_named
-from mailbridge.services.activity import record_event
 from mailbridge.services.domains._records import (
     DKIM_SELECTOR,
     SENDING_STATUSES,
@@ -45,6 +44,7 @@ from mailbridge.services.domains._records import (
     record_keys,
     record_statuses,
 )
+from mailbridge.services.kernel import record_event
 from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.queries import get_owned
 from mailbridge.storage.tables import Domain, Team
@@ -52,7 +52,7 @@ from mailbridge.storage.tables import Domain, Team
 REGIONS = ("us-east-1", "eu-west-1", "sa-east-1", "ap-northeast-1")
 DEFAULT_RETURN_PATH = "send"
 DEFAULT_TRACKING_SUBDOMAIN = "links"
-MAX_NAME_LENGTH = 253
+MAX_DOMAIN_NAME_LENGTH = 253
 _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 # A label as `normalize_label` takes it (before lower-casing), for the OpenAPI document.
 LABEL_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"
@@ -98,7 +98,7 @@ def normalize_name(raw: str) -> str:
     labels = name.split(".")
     valid = (
         len(labels) >= 2
-        and len(name) <= MAX_NAME_LENGTH
+        and len(name) <= MAX_DOMAIN_NAME_LENGTH
         and all(_LABEL.match(label) for label in labels)
         and not labels[-1].isdigit()
     )

@@ -26,7 +26,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.clock import Clock
 from mailbridge.config import Settings
 from mailbridge.errors import ApiError, NotFound
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.domains._domains import (
     ensure_no_conflict,
     ensure_within_cap,
@@ -44,6 +43,7 @@ from mailbridge.services.domains._records import (
     merge_check,
     record_statuses,
 )
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.tables import Domain
 
 logger = logging.getLogger(__name__)

@@ -32,9 +32,9 @@ from mailbridge.services.accounts import (
     locks_last,
 )
 from mailbridge.services.email import _idempotency as idempotency
-from mailbridge.services.email import _suppressions as suppressions
 from mailbridge.services.email._events import event_rows
 from mailbridge.services.email._preparation import PreparedEmail
+from mailbridge.services.suppressions import suppressed_among, suppressed_among_inline
 from mailbridge.storage.database import Database
 from mailbridge.storage.outages import describe, is_unavailable
 from mailbridge.storage.queries import table_of
@@ -106,7 +106,7 @@ def _wanted(jobs: list[SendJob]) -> dict[str, set[str]]:
 async def _suppression_lists(session: AsyncSession, jobs: list[SendJob]) -> dict[str, set[str]]:
     """Each team's listed addresses among the recipients of ``jobs`` (one query a team)."""
     return {
-        team_id: await suppressions.suppressed_among(session, team_id, addresses)
+        team_id: await suppressed_among(session, team_id, addresses)
         for team_id, addresses in _wanted(jobs).items()
     }
 
@@ -120,7 +120,9 @@ async def accept(session: AsyncSession, clock: Clock, jobs: list[SendJob]) -> li
     )
 
 
-async def store(session: AsyncSession, clock: Clock, jobs: list[SendJob]) -> list[ApiError | None]:
+async def store_email(
+    session: AsyncSession, clock: Clock, jobs: list[SendJob]
+) -> list[ApiError | None]:
     """What :func:`accept` does, inside the caller's transaction (automations send with
     their run's state change), without committing. On PostgreSQL the teams are locked
     last (``accounts._quotas``), in a savepoint that a quota race rolls back."""
@@ -164,11 +166,11 @@ async def store_prepared_rows(
 def store_inline(
     writer: SqliteWriter, connection: sqlite3.Connection, now: datetime, jobs: list[SendJob]
 ) -> list[ApiError | None]:
-    """:func:`store` inside a :class:`SqliteWriter` transaction, whose ``BEGIN IMMEDIATE``
+    """:func:`store_email` inside a :class:`SqliteWriter` transaction, whose ``BEGIN IMMEDIATE``
     already holds the lock :func:`lock_teams` takes."""
     listed: dict[str, set[str]] = {}
     for team_id, addresses in _wanted(jobs).items():
-        listed[team_id] = suppressions.suppressed_among_inline(connection, team_id, addresses)
+        listed[team_id] = suppressed_among_inline(connection, team_id, addresses)
     ledger = QuotaLedger.load_inline(writer, connection, now, {job.team_id for job in jobs})
     settled = _Settled.of(jobs, listed, ledger, now)
     for reservation, answer in settled.answers:
@@ -180,7 +182,7 @@ def store_inline(
 
 @dataclass
 class _Settled:
-    """Each job's fate once the suppression lists and quotas are known, and what to store."""
+    """Each job's fate once the suppression lists and quotas are known, and what to store_email."""
 
     outcomes: list[ApiError | None] = field(default_factory=list)
     rows: _Rows = field(default_factory=lambda: _Rows())
@@ -279,7 +281,7 @@ class EmailWriter:
                 )
                 return [ServiceUnavailable() for _ in jobs]
             if len(jobs) > 1:
-                # One job the checks let through still broke the shared transaction: store
+                # One job the checks let through still broke the shared transaction: store_email
                 # each on its own, so that only the culprit hears of it.
                 logger.warning("a group of %d send jobs failed; storing them one by one", len(jobs))
                 return [outcome for job in jobs for outcome in await self._write([job])]

@@ -13,17 +13,19 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock, isoformat_ms
-from mailbridge.services.activity import record_event
+from mailbridge.services.kernel import record_event
 from mailbridge.storage.tables import Email, EmailEvent
 from mailbridge.storage.types import new_id
 
 # Event types (DESIGN §5); each is also the status an email takes when it happens.
-EVENT_TYPES = frozenset({
+EMAIL_EVENT_TYPES = frozenset({
     "queued", "scheduled", "sent", "delivered", "delivery_delayed", "bounced",
     "complained", "opened", "clicked", "failed", "canceled", "suppressed", "replied",
 })  # fmt: skip
 # Events that feed webhooks and automations as ``email.<type>`` (issue 5 of 5's list).
-PUBLISHED = frozenset(EVENT_TYPES - {"queued", "canceled"})
+PUBLISHED = frozenset(EMAIL_EVENT_TYPES - {"queued", "canceled"})
+# Waiting for delivery: the statuses the delivery queue claims from.
+PENDING_STATUSES = ("queued", "scheduled", "delivery_delayed")
 # Engagement never hides a worse outcome: an opened email that later bounces is bounced.
 STICKY = frozenset({"bounced", "complained", "failed", "canceled", "suppressed"})
 
@@ -70,7 +72,7 @@ def record_email_event(
     update_status: bool = True,
 ) -> EmailEvent:
     """Add the event (and its ``email.<type>`` activity) to the session; set the status."""
-    if event_type not in EVENT_TYPES:
+    if event_type not in EMAIL_EVENT_TYPES:
         raise ValueError(f"unknown email event {event_type!r}")
     now = clock.now()
     event = EmailEvent(

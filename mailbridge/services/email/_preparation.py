@@ -32,10 +32,10 @@ from mailbridge.mail.addresses import (
 )
 from mailbridge.mail.message_text import line_problem, text_problem
 from mailbridge.services.accounts import Principal
-from mailbridge.services.context import SendingDomain, ServiceContext
 from mailbridge.services.domains import sending_domain
 from mailbridge.services.email._requests import AttachmentIn, SendEmailRequest
 from mailbridge.services.email._scheduling import parse_send_time
+from mailbridge.services.kernel import SendingDomain, ServiceContext
 from mailbridge.services.polls import PollLinks, Voter, poll_links
 from mailbridge.services.templates import PublishedTemplate, published_template
 from mailbridge.storage.types import new_id

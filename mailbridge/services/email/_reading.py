@@ -27,7 +27,7 @@ from sqlalchemy.orm import defer
 from mailbridge.clock import isoformat_ms
 from mailbridge.errors import NotFound, ValidationError
 from mailbridge.mail.signed_links import download_url
-from mailbridge.services.email._events import EVENT_TYPES
+from mailbridge.services.email._events import EMAIL_EVENT_TYPES
 from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.queries import get_owned, is_uuid
 from mailbridge.storage.tables import Email, EmailAttachment, EmailEvent
@@ -54,8 +54,10 @@ class EmailFilters:
         created_before: str | None = None,
         tags: Sequence[str] = (),
     ) -> EmailFilters:
-        if status is not None and status not in EVENT_TYPES:
-            raise ValidationError(f"`status` must be one of {', '.join(sorted(EVENT_TYPES))}.")
+        if status is not None and status not in EMAIL_EVENT_TYPES:
+            raise ValidationError(
+                f"`status` must be one of {', '.join(sorted(EMAIL_EVENT_TYPES))}."
+            )
         address = None
         if recipient is not None:
             address = recipient.strip().lower()

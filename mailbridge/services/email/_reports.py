@@ -26,11 +26,11 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock
-from mailbridge.services.activity import record_event
 from mailbridge.services.audiences import event_data
 from mailbridge.services.email._events import record_email_event
-from mailbridge.services.email._suppressions import suppress
 from mailbridge.services.email._tracking import engaged
+from mailbridge.services.kernel import record_event
+from mailbridge.services.suppressions import suppress
 from mailbridge.storage.tables import Contact, Email
 
 

@@ -19,27 +19,27 @@ from mailbridge.errors import (
 )
 from mailbridge.mail.addresses import domain_of
 from mailbridge.services.accounts import Principal, QuotaLedger
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.email import _idempotency as idempotency
 from mailbridge.services.email._acceptance import EmailWriter, SendJob
 from mailbridge.services.email._events import record_email_event
 from mailbridge.services.email._preparation import PreparedEmail, prepare_email
 from mailbridge.services.email._requests import SendEmailRequest
 from mailbridge.services.email._scheduling import parse_send_time
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.database import Database
 from mailbridge.storage.queries import is_uuid
 from mailbridge.storage.tables import Email
 
-MAX_BATCH = 100
+MAX_SEND_BATCH = 100
 BATCH_CHUNK = 25
 PENDING = ("scheduled", "queued")
-Answer = idempotency.StoredAnswer
+SendAnswer = idempotency.StoredAnswer
 
 
 class _SessionOnFirstUse:
     """Opens its session when first read through: a send whose sending domain is cached
     (and that names no template) reads nothing, and opening and closing a session for
-    nothing cost a tenth of the send path."""
+    nothing cost the send path dearly."""
 
     def __init__(self, database: Database) -> None:
         self._database = database
@@ -83,13 +83,13 @@ async def _send_batch(
     principal: Principal,
     prepared: list[PreparedEmail],
     reservation: idempotency.Reservation | None,
-) -> Answer:
+) -> SendAnswer:
     """Store the batch in chunks, stopping with ``batch_incomplete`` when time runs out."""
     started = time.monotonic()
     async with context.database.session() as session:
         ledger = await QuotaLedger.load(session, context.clock.now(), [principal.team_id])
     ledger.check(principal.team_id, sum(p.charged_recipients for p in prepared))
-    complete = Answer(200, {"data": [{"id": p.id} for p in prepared]}, {})
+    complete = SendAnswer(200, {"data": [{"id": p.id} for p in prepared]}, {})
     chunks = [prepared[i : i + BATCH_CHUNK] for i in range(0, len(prepared), BATCH_CHUNK)]
     sent: list[str] = []
     for number, chunk in enumerate(chunks):
@@ -114,14 +114,14 @@ async def _send_batch(
     if reservation is None:
         raise BatchIncompleteUnkeyed(message, extra=extra)
     incomplete = BatchIncomplete(message, retry_after=5, extra=extra)
-    answer = Answer(incomplete.status_code, incomplete.to_envelope(), incomplete.headers)
+    answer = SendAnswer(incomplete.status_code, incomplete.to_envelope(), incomplete.headers)
     async with context.database.session() as session:
         await idempotency.complete(session, reservation, answer)
         await session.commit()
     return answer
 
 
-async def send(
+async def send_email(
     context: ServiceContext,
     writer: EmailWriter,
     principal: Principal,
@@ -130,11 +130,11 @@ async def send(
     batch: bool,
     idempotency_key: str | None,
     payload: Any,
-) -> Answer:
+) -> SendAnswer:
     """POST /emails (``batch`` False, one body) and POST /emails/batch."""
     key = idempotency.check_key(idempotency_key)
-    if batch and not 1 <= len(bodies) <= MAX_BATCH:
-        raise ValidationError(f"A batch holds 1 to {MAX_BATCH} emails.")
+    if batch and not 1 <= len(bodies) <= MAX_SEND_BATCH:
+        raise ValidationError(f"A batch holds 1 to {MAX_SEND_BATCH} emails.")
     reservation = None
     if key is not None:
         endpoint = "emails/batch" if batch else "emails"
@@ -149,7 +149,7 @@ async def send(
         prepared = await _prepare_all(context, principal, bodies, batch)
         if batch:
             return await _send_batch(context, writer, principal, prepared, reservation)
-        answer = Answer(200, {"id": prepared[0].id}, {})
+        answer = SendAnswer(200, {"id": prepared[0].id}, {})
         await writer.submit(SendJob(principal.team_id, prepared, reservation, answer))
         return answer
     except BaseException:
@@ -203,7 +203,7 @@ async def _transition(
         await session.commit()
 
 
-async def reschedule(
+async def reschedule_email(
     context: ServiceContext, principal: Principal, email_id: str, scheduled_at: str
 ) -> None:
     instant = parse_send_time(scheduled_at, context.clock.now())
@@ -213,7 +213,7 @@ async def reschedule(
     )  # fmt: skip
 
 
-async def cancel(context: ServiceContext, principal: Principal, email_id: str) -> None:
+async def cancel_email(context: ServiceContext, principal: Principal, email_id: str) -> None:
     await _transition(
         context, principal, email_id, "canceled", {"due_at": None, "status": "canceled"}
     )

@@ -26,9 +26,9 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock, isoformat_ms
-from mailbridge.services.activity import record_event
 from mailbridge.services.audiences import event_data
 from mailbridge.services.email._events import record_email_event
+from mailbridge.services.kernel import record_event
 from mailbridge.storage.tables import Contact, ContactEngagement, Email
 
 ENGAGED = frozenset({"opened", "clicked"})

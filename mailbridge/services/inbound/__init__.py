@@ -13,11 +13,7 @@ says is ``mail.inbound_reports``; the email context records it), and reading it 
 
 from __future__ import annotations
 
-from mailbridge.services.inbound._listener import (
-    InboundHandler,
-    parse_listen_address,
-    start_listener,
-)
+from mailbridge.services.inbound._listener import parse_listen_address, start_listener
 from mailbridge.services.inbound._reading import (
     Links,
     attachment_content,
@@ -35,7 +31,6 @@ from mailbridge.services.inbound._reading import (
 )
 
 __all__ = [
-    "InboundHandler",
     "Links",
     "attachment_content",
     "attachment_for_download",

@@ -9,7 +9,7 @@ its name, and fsyncs each directory that got a name. A name therefore only ever 
 at synced bytes: a blob found under its name is whole (a crash before the rename leaves
 only a temporary file behind, and the sender, who heard no 250, sends again). No file
 is touched on the event loop: creating one waits on the filesystem's journal while
-other files sync (a third of the listener's time when it did).
+other files sync (much of the listener's time when it did).
 
 Attachments are also in their message's raw blob, so theirs are a cache: written after
 the 250 without a sync (:func:`cache_blobs`), checked against their name when read

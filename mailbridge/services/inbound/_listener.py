@@ -19,13 +19,13 @@ from aiosmtpd.smtp import SMTP, Envelope, Session
 from dns.resolver import LRUCache
 
 from mailbridge.errors import DailyQuotaExceeded, MonthlyQuotaExceeded
-from mailbridge.services import metrics
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.inbound._parse_worker import start_workers
 from mailbridge.services.inbound._receiving import prepare
 from mailbridge.services.inbound._routing import Route, Router
 from mailbridge.services.inbound._smtp import InboundSMTP
 from mailbridge.services.inbound._writer import InboundWriter
+from mailbridge.services.kernel import ServiceContext
+from mailbridge.services.operations import inbound_message, inbound_recipient
 
 logger = logging.getLogger(__name__)
 
@@ -44,10 +44,10 @@ class InboundHandler:
         self, server: SMTP, session: Session, envelope: Envelope, address: str,
         rcpt_options: list[str],
     ) -> str:  # fmt: skip
-        return metrics.inbound_recipient(await self._recipient(envelope, address))
+        return inbound_recipient(await self._recipient(envelope, address))
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
-        return metrics.inbound_message(await self._data(session, envelope))
+        return inbound_message(await self._data(session, envelope))
 
     async def _recipient(self, envelope: Envelope, address: str) -> str:
         try:
@@ -110,7 +110,7 @@ async def start_listener(
     sock: socket.socket | None = None,
 ) -> tuple[asyncio.Server, InboundHandler]:  # fmt: skip
     """Listen on ``host:port``, or on ``sock`` (one several processes share)."""
-    # aiosmtpd logs every SMTP command at INFO: a tenth of the listener's time under load,
+    # aiosmtpd logs every SMTP command at INFO: costly for the listener under load,
     # and what mailbridge logs per message says more. Its lines come back at debug.
     if context.settings.log_level.lower() != "debug":
         logging.getLogger("mail.log").setLevel(logging.WARNING)

@@ -32,10 +32,10 @@ MAX_PARTS = 1000  # parts (header blocks) in one message; real mail has a few do
 TOO_DEEP = "nesting too deep"
 TOO_MANY_PARTS = f"too many parts (over {MAX_PARTS:,})"
 
-# What the event loop parses itself (a process hop would cost more): ~15 ms of a core
-# at most for the worst message within these, measured — flufl.bounce's detectors, which
-# any subject can call in, cost ~20 us a line and ~0.6 us a byte — and ~0.5 ms for an
-# ordinary 10 KB message.
+# What the event loop parses itself (a process hop would cost more): a brief hold on a
+# core at most for the worst message within these, measured — flufl.bounce's detectors,
+# which any subject can call in, cost by the line and by the byte — and far less for an
+# ordinary message.
 INLINE_BYTES = 16 * 1024
 INLINE_CONTAINERS = 8  # multipart or message/* Content-Types, anywhere in the bytes
 INLINE_DELIMITERS = 32  # lines starting "--": boundaries, and signatures' "-- "

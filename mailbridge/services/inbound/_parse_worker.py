@@ -13,9 +13,9 @@ saying why.
 
 A worker is a fresh interpreter (``python -c``) that loads only what parsing needs —
 this module, ``_mime``, ``_parsing`` and ``mail.inbound_reports`` — not the package's
-face, which would bring the whole service along (25 MB and 0.1 s to start rather than
-90 MB and over a second). It reads requests on its stdin and answers on its stdout,
-each a length-prefixed frame, and exits when its stdin closes (its parent is gone).
+face, which would bring the whole service along (far more memory and a far slower start).
+It reads requests on its stdin and answers on its stdout, each a length-prefixed frame,
+and exits when its stdin closes (its parent is gone).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from mailbridge.services.inbound._parsing import ParsedMessage, headers_only, re
 
 logger = logging.getLogger(__name__)
 
-PARSE_TIMEOUT = 20.0  # seconds of a worker's time for one message (40 MB take ~1 s)
+PARSE_TIMEOUT = 20.0  # seconds of a worker's time for one message (ample for 40 MB)
 START_TIMEOUT = 60.0  # seconds for a new worker to be ready
 WORKERS = max(1, min(4, os.cpu_count() or 1))
 TIMED_OUT = "parse timed out"

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from dns.resolver import LRUCache
 
 from mailbridge.mail.inbound_reports import Bounce, Complaint
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.inbound._authentication import AuthResults, authenticate
 from mailbridge.services.inbound._blobs import StagedBlob, stage_blob
 from mailbridge.services.inbound._parse_worker import read_bounded
 from mailbridge.services.inbound._parsing import ParsedMessage
+from mailbridge.services.kernel import ServiceContext
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class Received:
         return [blob.name for blob in self.attachments]
 
 
-HASH_INLINE_BYTES = 256 * 1024  # blobs named on the event loop up to this size (~0.5 ms)
+HASH_INLINE_BYTES = 256 * 1024  # blobs named on the event loop up to this size (cheap)
 
 
 def _stage(raw: bytes, parsed: ParsedMessage) -> tuple[StagedBlob, list[StagedBlob]]:

@@ -29,8 +29,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.mail.inbound_reports import Bounce, Complaint, message_email_id
 from mailbridge.services import email as emails
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.inbound._routing import Route
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.tables import Email
 
 # Why a report was not acted on: the metric's label, and the row's reason.

@@ -31,8 +31,7 @@ from mailbridge.errors import ApiError
 from mailbridge.mail.return_path import ReturnPath, read_return_path
 from mailbridge.services import domains
 from mailbridge.services.accounts import QuotaLedger
-from mailbridge.services.context import ServiceContext
-from mailbridge.services.instance import instance_secret
+from mailbridge.services.kernel import ServiceContext, instance_secret
 from mailbridge.storage.tables import Email
 
 ROUTE_SECONDS = 10.0

@@ -26,10 +26,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.clock import isoformat_ms
 from mailbridge.mail.inbound_reports import is_auto_reply
 from mailbridge.services.accounts import QuotaLedger, commit_charging, lock_teams
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.inbound._receiving import Received
 from mailbridge.services.inbound._reports import Finding, record_reply, record_report
 from mailbridge.services.inbound._routing import Route
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.queries import table_of
 from mailbridge.storage.sqlite_writer import SqliteWriter
 from mailbridge.storage.tables import ActivityEvent, ReceivedAttachment, ReceivedEmail

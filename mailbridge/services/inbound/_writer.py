@@ -18,12 +18,12 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from mailbridge.services import metrics
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.inbound._blobs import StagedBlob, cache_blobs, settle_blobs
 from mailbridge.services.inbound._receiving import Received
 from mailbridge.services.inbound._routing import Route
 from mailbridge.services.inbound._storing import Arrival, store, store_inline
+from mailbridge.services.kernel import ServiceContext
+from mailbridge.services.operations import inbound_unmatched_report
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class InboundWriter:
                 stored = await store(session, self.context, arrivals)
             results = stored.ids
             for reason in stored.unmatched:
-                metrics.inbound_unmatched_report(reason)
+                inbound_unmatched_report(reason)
         self.commits += 1
         self._cache_attachments([blob for a in arrivals for blob in a.received.attachments])
         return results

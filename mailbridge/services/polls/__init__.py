@@ -10,21 +10,15 @@ render vote links through this face; the public vote route calls :func:`cast_vot
 from __future__ import annotations
 
 from mailbridge.services.polls._links import (
-    Ballot,
     PollLinks,
     Voter,
     check_embedded_polls,
-    embedded_poll_ids,
     poll_links,
     read_vote_token,
-    vote_token,
-    vote_url,
 )
 from mailbridge.services.polls._polls import (
     create_poll,
     delete_poll,
-    get_poll,
-    is_closed,
     list_polls,
     poll_view,
     poll_with_counts,
@@ -32,11 +26,9 @@ from mailbridge.services.polls._polls import (
     vote_counts,
 )
 from mailbridge.services.polls._requests import NewPoll, PollFields
-from mailbridge.services.polls._votes import VOTED, VoteResult, cast_vote, list_votes, vote_view
+from mailbridge.services.polls._votes import VoteResult, cast_vote, list_votes, vote_view
 
 __all__ = [
-    "VOTED",
-    "Ballot",
     "NewPoll",
     "PollFields",
     "PollLinks",
@@ -46,9 +38,6 @@ __all__ = [
     "check_embedded_polls",
     "create_poll",
     "delete_poll",
-    "embedded_poll_ids",
-    "get_poll",
-    "is_closed",
     "list_polls",
     "list_votes",
     "poll_links",
@@ -57,7 +46,5 @@ __all__ = [
     "read_vote_token",
     "update_poll",
     "vote_counts",
-    "vote_token",
-    "vote_url",
     "vote_view",
 ]

@@ -25,8 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.errors import ValidationError
 from mailbridge.mail.signed_links import VOTE_PATH, id_bytes, id_from_bytes, link, sign, verify
-from mailbridge.services.context import ServiceContext
-from mailbridge.services.instance import instance_secret
+from mailbridge.services.kernel import ServiceContext, instance_secret
 from mailbridge.storage.queries import is_uuid
 from mailbridge.storage.tables import Poll
 

@@ -27,7 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import NotFound
 from mailbridge.services import audiences
-from mailbridge.services.activity import record_event
+from mailbridge.services.kernel import record_event
 from mailbridge.services.polls._links import Ballot, read_vote_token
 from mailbridge.services.polls._polls import get_poll, is_closed
 from mailbridge.storage.pagination import Page, PageRequest, paginate

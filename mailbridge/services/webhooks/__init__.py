@@ -15,19 +15,19 @@ from mailbridge.services.webhooks._activity_dispatch import (
     dispatch_batch,
     register_consumer,
 )
-from mailbridge.services.webhooks._deliveries import RETRY_POLICY as WEBHOOK_RETRY_POLICY
 from mailbridge.services.webhooks._deliveries import (
+    WEBHOOK_RETRY_POLICY,
     ClaimedDelivery,
+    DeliveryOutcome,
+    claim_due_deliveries,
     delivery_view,
     get_delivery,
     list_deliveries,
+    next_delivery_due_at,
     record_outcomes,
+    release_deliveries,
     replay_delivery,
 )
-from mailbridge.services.webhooks._deliveries import Outcome as DeliveryOutcome
-from mailbridge.services.webhooks._deliveries import claim_due as claim_due_deliveries
-from mailbridge.services.webhooks._deliveries import next_due_at as next_delivery_due_at
-from mailbridge.services.webhooks._deliveries import release as release_deliveries
 from mailbridge.services.webhooks._sender import WebhookSender
 from mailbridge.services.webhooks._subscriptions import (
     ENDPOINT_PATTERN,

@@ -33,7 +33,7 @@ from typing import Protocol
 from sqlalchemy import ColumnElement, and_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.services.webhooks._fanout import WebhookFanout
 from mailbridge.storage.tables import ActivityEvent
 

@@ -8,7 +8,7 @@ statement is one write transaction — and moves ``due_at`` to the end of the le
 a runner that dies holding it gives it back by simply not answering in time.
 
 After an attempt (:func:`record_outcomes`, many at once): a 2xx ends the delivery
-``succeeded``; anything else is retried after the next delay of :data:`RETRY_POLICY`
+``succeeded``; anything else is retried after the next delay of :data:`WEBHOOK_RETRY_POLICY`
 (about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h), and past the last one the delivery
 is ``failed``. An outcome is written only while its runner still holds the lease.
 
@@ -30,14 +30,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import NotFound, ValidationError
-from mailbridge.services.email import RetryPolicy
+from mailbridge.services.delivery import RetryPolicy
 from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.queries import is_uuid, table_of
 from mailbridge.storage.tables import Webhook, WebhookDelivery
 from mailbridge.storage.types import new_id
 
 # Eight attempts over about 27.5 hours.
-RETRY_POLICY = RetryPolicy(
+WEBHOOK_RETRY_POLICY = RetryPolicy(
     tuple(
         timedelta(seconds=seconds)
         for seconds in (5, 5 * 60, 30 * 60, 2 * 3600, 5 * 3600, 10 * 3600, 10 * 3600)
@@ -64,7 +64,7 @@ class ClaimedDelivery:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class DeliveryOutcome:
     """What one attempt came to."""
 
     delivery: ClaimedDelivery
@@ -93,7 +93,7 @@ def _is_postgres(session: AsyncSession) -> bool:
 # --- claiming ------------------------------------------------------------------------
 
 
-async def claim_due(
+async def claim_due_deliveries(
     session: AsyncSession, now: datetime, owner: str, lease: timedelta, limit: int
 ) -> list[ClaimedDelivery]:
     """Lease up to ``limit`` due deliveries to ``owner`` (the caller commits)."""
@@ -154,7 +154,7 @@ async def claim_due(
     return deliveries
 
 
-async def next_due_at(session: AsyncSession) -> datetime | None:
+async def next_delivery_due_at(session: AsyncSession) -> datetime | None:
     """When the earliest delivery comes due, a lease's end included (read-only, due index)."""
     query = (
         select(WebhookDelivery.due_at)
@@ -166,7 +166,7 @@ async def next_due_at(session: AsyncSession) -> datetime | None:
     return due
 
 
-async def release(session: AsyncSession, owner: str, now: datetime) -> int:
+async def release_deliveries(session: AsyncSession, owner: str, now: datetime) -> int:
     """Give back what ``owner`` still holds (a graceful stop): due at once, the attempt
     that never finished not counted."""
     table = table_of(WebhookDelivery)
@@ -191,9 +191,9 @@ async def record_outcomes(
     session: AsyncSession,
     now: datetime,
     owner: str,
-    outcomes: Sequence[Outcome],
+    outcomes: Sequence[DeliveryOutcome],
     *,
-    retry_policy: RetryPolicy = RETRY_POLICY,
+    retry_policy: RetryPolicy = WEBHOOK_RETRY_POLICY,
     disable_after: timedelta,
 ) -> list[int]:
     """Write a group of attempts' outcomes and their webhooks' health (the caller commits);
@@ -248,10 +248,13 @@ async def record_outcomes(
 
 
 async def _update_health(
-    session: AsyncSession, now: datetime, outcomes: Sequence[Outcome], disable_after: timedelta
+    session: AsyncSession,
+    now: datetime,
+    outcomes: Sequence[DeliveryOutcome],
+    disable_after: timedelta,
 ) -> list[int]:
     succeeded = {o.delivery.webhook_id for o in outcomes if o.succeeded}
-    first_failure: dict[int, Outcome] = {}
+    first_failure: dict[int, DeliveryOutcome] = {}
     for outcome in outcomes:
         hook = outcome.delivery.webhook_id
         if not outcome.succeeded and hook not in succeeded and hook not in first_failure:

@@ -18,7 +18,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import isoformat_ms
-from mailbridge.services.context import ServiceContext
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.tables import ActivityEvent, Webhook, WebhookDelivery
 from mailbridge.storage.types import new_id
 

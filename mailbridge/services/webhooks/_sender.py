@@ -28,7 +28,7 @@ from mailbridge import __version__
 from mailbridge.clock import Clock
 from mailbridge.mail.http_post import Poster, TransportPoster
 from mailbridge.mail.targets import PinnedTarget, TargetRefused, pin
-from mailbridge.services.webhooks._deliveries import ClaimedDelivery, Outcome
+from mailbridge.services.webhooks._deliveries import ClaimedDelivery, DeliveryOutcome
 from mailbridge.webhooks import signed_headers
 
 logger = logging.getLogger(__name__)
@@ -55,10 +55,10 @@ class WebhookSender:
         self.allow_private = allow_private
         self._targets: dict[str, tuple[float, PinnedTarget]] = {}
 
-    async def attempt(self, delivery: ClaimedDelivery) -> Outcome:
+    async def attempt(self, delivery: ClaimedDelivery) -> DeliveryOutcome:
         attempted_at = self.clock.now()
         if not delivery.webhook_enabled:
-            return Outcome(delivery, attempted_at, None, 0, "webhook disabled")
+            return DeliveryOutcome(delivery, attempted_at, None, 0, "webhook disabled")
         started = time.perf_counter()
         status_code: int | None = None
         error: str | None = None
@@ -77,7 +77,7 @@ class WebhookSender:
             logger.exception("webhook delivery %s: unexpected error", delivery.id)
             error = f"internal error ({type(exc).__name__})"
         duration_ms = round((time.perf_counter() - started) * 1000)
-        return Outcome(delivery, attempted_at, status_code, duration_ms, error)
+        return DeliveryOutcome(delivery, attempted_at, status_code, duration_ms, error)
 
     async def _post(self, delivery: ClaimedDelivery, timestamp: int) -> tuple[int, str | None]:
         target = await self._target(delivery.endpoint)

@@ -61,7 +61,7 @@ class AutomationRun(Base):
             sqlite_where=text("status = 'running'"),
         ),
         Index("ix_automation_runs_automation_created", "automation_id", "created_at", "id"),
-        # Without the status: finishing a run then leaves this index alone (a third of the
+        # Without the status: finishing a run then leaves this index alone (many of the
         # pages a batch of woken runs wrote); a contact has few runs per automation.
         Index("ix_automation_runs_automation_contact", "automation_id", "contact_id"),
         Index("ix_automation_runs_team_created", "team_id", "created_at"),

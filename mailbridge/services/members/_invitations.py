@@ -20,10 +20,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock
 from mailbridge.errors import NotFound, ValidationError
-from mailbridge.services.accounts._audit import record_audit
-from mailbridge.services.accounts._members import may_touch
-from mailbridge.services.accounts._sign_in import hash_password
-from mailbridge.services.accounts._teams import Device, Role, open_member_session
+from mailbridge.services.accounts import Device, Role, open_member_session
+from mailbridge.services.members._audit import record_audit
+from mailbridge.services.members._members import may_touch
+from mailbridge.services.members._sign_in import hash_password
 from mailbridge.storage.tables import Member, MemberInvitation, Team
 
 INVITATION_LIFETIME = timedelta(days=7)

@@ -24,8 +24,8 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from mailbridge.services.context import ServiceContext
 from mailbridge.services.email import PENDING_STATUSES
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.database import Database
 from mailbridge.storage.tables import (
     AutomationRun,

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import NotFound, ValidationError
 from mailbridge.services.audiences import normalize_email
-from mailbridge.services.email._suppressions import suppress
+from mailbridge.services.suppressions._suppress import suppress
 from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.queries import is_uuid
 from mailbridge.storage.tables import Suppression
@@ -30,7 +30,7 @@ REASON_BY_ORIGIN: dict[str, str] = {
     "manual": "manual",
 }
 ORIGIN_BY_REASON = {reason: origin for origin, reason in REASON_BY_ORIGIN.items()}
-MAX_BATCH_SIZE = 100
+MAX_SUPPRESSION_BATCH_SIZE = 100
 
 
 def reason_of(origin: str) -> str:

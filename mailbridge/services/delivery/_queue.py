@@ -9,7 +9,7 @@ serializes claimers. A lease that runs out (its runner died) makes the email
 claimable again.
 
 A ``sent`` email whose ``due_at`` has passed is a handover whose runner died before
-recording the outcome: it is *unsettled*. :func:`claim_unsettled` leases those, and
+recording the outcome: it is *unsettled*. :func:`claim_unsettled_emails` leases those, and
 says which runner made each handover (the provider's evidence is filed under its
 name, see ``mail.providers.base``).
 """
@@ -22,16 +22,15 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, func, or_, select, update
+from sqlalchemy import ColumnElement, Select, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import defer
 
+from mailbridge.services.email import PENDING_STATUSES
 from mailbridge.storage.database import Database
 from mailbridge.storage.queries import table_of
 from mailbridge.storage.sqlite_writer import SqliteWriter
 from mailbridge.storage.tables import Domain, Email, EmailAttachment
-
-PENDING_STATUSES = ("queued", "scheduled", "delivery_delayed")
 
 
 @dataclass(frozen=True)
@@ -52,7 +51,7 @@ class RetryPolicy:
 
 
 # Eight attempts over about a day (23 h 36 min from the first to the last).
-RETRY_POLICY = RetryPolicy(
+EMAIL_RETRY_POLICY = RetryPolicy(
     tuple(timedelta(minutes=minutes) for minutes in (1, 5, 30, 2 * 60, 6 * 60, 6 * 60, 9 * 60))
 )
 
@@ -79,8 +78,20 @@ def _unsettled(now: datetime) -> tuple[ColumnElement[bool], ...]:
     return (Email.due_at <= now, Email.status == "sent", Email.lease_until < now)
 
 
-def _is_postgres(session: AsyncSession) -> bool:
-    return session.get_bind().dialect.name == "postgresql"
+def _due_ids(
+    session: AsyncSession,
+    conditions: tuple[ColumnElement[bool], ...],
+    limit: int,
+    busy: Collection[str],
+) -> Select[tuple[str]]:
+    """The ids of up to ``limit`` emails meeting ``conditions``, earliest due first, none
+    of ``busy``; on PostgreSQL locked, skipping rows another runner is claiming."""
+    due = select(Email.id).where(*conditions).order_by(Email.due_at).limit(limit)
+    if busy:
+        due = due.where(Email.id.not_in(list(busy)))
+    if session.get_bind().dialect.name == "postgresql":
+        due = due.with_for_update(skip_locked=True)
+    return due
 
 
 async def claim_due(
@@ -95,11 +106,7 @@ async def claim_due(
 
     ``busy``: emails the caller is still delivering, never taken again even when their
     lease ran out meanwhile (a slow attempt must not race a second one of its own)."""
-    due = select(Email.id).where(*_claimable(now)).order_by(Email.due_at).limit(limit)
-    if busy:
-        due = due.where(Email.id.not_in(list(busy)))
-    if _is_postgres(session):
-        due = due.with_for_update(skip_locked=True)
+    due = _due_ids(session, _claimable(now), limit, busy)
     statement = (
         update(Email)
         .where(Email.id.in_(due.scalar_subquery()))
@@ -111,7 +118,7 @@ async def claim_due(
     return await _with_related(session, emails, {})
 
 
-async def claim(
+async def claim_emails(
     database: Database,
     now: datetime,
     owner: str,
@@ -197,7 +204,7 @@ def _with_related_inline(
     return ClaimedBatch(emails, domains, attachments, {})
 
 
-async def claim_unsettled(
+async def claim_unsettled_emails(
     session: AsyncSession,
     now: datetime,
     owner: str,
@@ -209,11 +216,7 @@ async def claim_unsettled(
 
     ``busy``: emails the caller is still delivering, never taken again even when their
     lease ran out meanwhile (a slow attempt must not race a second one of its own)."""
-    due = select(Email.id).where(*_unsettled(now)).order_by(Email.due_at).limit(limit)
-    if busy:
-        due = due.where(Email.id.not_in(list(busy)))
-    if _is_postgres(session):
-        due = due.with_for_update(skip_locked=True)
+    due = _due_ids(session, _unsettled(now), limit, busy)
     # First take the rows without renaming the owner, to learn who made each handover
     # (a runner that leased it to settle it and died meanwhile did not make it); both
     # statements write, so on SQLite the first one already holds the write lock.
@@ -260,7 +263,7 @@ async def _with_related(
     return ClaimedBatch(emails, domains, attachments, handed_over_by)
 
 
-async def any_unsettled(session: AsyncSession, now: datetime) -> bool:
+async def any_unsettled_emails(session: AsyncSession, now: datetime) -> bool:
     found = await session.scalar(select(Email.id).where(*_unsettled(now)).limit(1))
     return found is not None
 
@@ -276,7 +279,7 @@ async def attachment_contents(
     return {row.id: row.content for row in rows}
 
 
-async def next_due_at(session: AsyncSession, now: datetime) -> datetime | None:
+async def next_email_due_at(session: AsyncSession, now: datetime) -> datetime | None:
     """When the earliest unleased pending email comes due (read-only, due_at index)."""
     query = (
         select(Email.due_at)
@@ -292,7 +295,9 @@ async def next_due_at(session: AsyncSession, now: datetime) -> datetime | None:
     return due
 
 
-async def release(session: AsyncSession, owner: str, ids: Sequence[str] | None = None) -> int:
+async def release_emails(
+    session: AsyncSession, owner: str, ids: Sequence[str] | None = None
+) -> int:
     """Give back the leases ``owner`` holds on emails not handed over yet (graceful stop):
     they are claimable again at once, and the attempt is not counted."""
     statement = (
@@ -318,7 +323,7 @@ async def owners_holding_leases(session: AsyncSession, owners: Sequence[str]) ->
     return {owner for owner in rows if owner is not None}
 
 
-async def leases_and_statuses(
+async def email_leases_and_statuses(
     session: AsyncSession, ids: Sequence[str]
 ) -> dict[str, tuple[str | None, str]]:
     """The current lease owner and status of each of ``ids`` (absent: the email is gone)."""

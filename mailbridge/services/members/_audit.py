@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import RoleTooLow
-from mailbridge.services.accounts._teams import Role
+from mailbridge.services.accounts import Role
 from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.tables import AuditEvent, Member
 

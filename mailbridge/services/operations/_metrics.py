@@ -3,7 +3,7 @@
 What happens in a process — requests answered, delivery attempts, webhook attempts,
 messages received — is counted here, at the moment it happens; what is *in the
 database* (emails by status, queues, runs, pool use) is read at scrape time by
-:mod:`mailbridge.services.metrics_scrape`, never counted.
+``_metrics_scrape``, never counted.
 
 The families are module globals in prometheus-client's default registry, the library's
 own convention (and the one multiprocess mode needs: with ``PROMETHEUS_MULTIPROC_DIR``

@@ -21,27 +21,25 @@ object, the unit of work would cost more than the rest of a delivery's bookkeepi
 
 The emails are detached objects whose changes go out by the journal's own UPDATE, so
 the journal reads and writes their loaded state (``vars(email)``) rather than through
-the ORM's instrumented attributes, whose history for a flush that never comes cost
-~13 µs a delivery.
+the ORM's instrumented attributes, whose history for a flush that never comes slowed
+every delivery.
 
 Every write is fenced by the lease: an email whose lease this runner no longer holds
 (it ran out and another runner claimed the email) is left alone, and its handover is
 not completed — the caller abandons it — so no email is ever handed over twice.
+The statements themselves (fence, INSERTs, UPDATE) are in ``_journal_writes``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import insert, or_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock, isoformat_ms
@@ -54,32 +52,30 @@ from mailbridge.mail.providers.base import (
     Unconfirmed,
 )
 from mailbridge.mail.providers.simulator import SUPPRESSING_EVENTS, SimulatedRecipient
-from mailbridge.services import metrics
-from mailbridge.services.email._delivery_queue import PENDING_STATUSES, RetryPolicy
-from mailbridge.services.email._events import EVENT_TYPES, STICKY, event_rows
-from mailbridge.services.email._suppressions import suppress, suppression_row
+from mailbridge.services.delivery._journal_writes import (
+    _committed,
+    _Entry,
+    _fence,
+    _fence_inline,
+    _fenced,
+    _finish,
+    _Writes,
+)
+from mailbridge.services.delivery._queue import RetryPolicy
+from mailbridge.services.email import EMAIL_EVENT_TYPES, STICKY, event_rows
+from mailbridge.services.operations import delivery_attempted
 from mailbridge.storage.database import Database
-from mailbridge.storage.queries import table_of
 from mailbridge.storage.sqlite_writer import SqliteWriter
-from mailbridge.storage.tables import ActivityEvent, Email, EmailEvent, Suppression
+from mailbridge.storage.tables import Email
 
 logger = logging.getLogger(__name__)
 
 # Once news arrives, the journal waits this long (seconds) for more before it commits.
-# Committing at once made groups of ~8 entries under load; every commit rewrites the
-# pages it touches (the tail of each table and index), and lingering halved the commits
-# of the delivery bench (2,584 -> ~1,300 for 20,000 emails) with less of the runner's
-# CPU a delivery. Two milliseconds is nothing beside an SMTP conversation.
+# Committing at once made small groups under load; every commit rewrites the pages it
+# touches (the tail of each table and index), and lingering made far fewer commits in
+# the delivery bench, with less of the runner's CPU a delivery. Two milliseconds is
+# nothing beside an SMTP conversation.
 GROUP_LINGER = 0.002
-
-
-@dataclass(eq=False)
-class _Entry:
-    email: Email
-    future: asyncio.Future[bool]
-    handover: Handover | None = None
-    outcome: Outcome | None = None
-    simulated: Sequence[SimulatedRecipient] = field(default_factory=tuple)
 
 
 class DeliveryJournal:
@@ -130,14 +126,14 @@ class DeliveryJournal:
         self, email: Email, outcome: Outcome, simulated: Sequence[SimulatedRecipient] = ()
     ) -> bool:
         """Record what became of an attempt (and the simulated recipients' events)."""
-        metrics.delivery_attempted(outcome)
+        delivery_attempted(outcome)
         return await self._submit(
             _Entry(email, self._future(), outcome=outcome, simulated=simulated)
         )
 
     async def record_simulated(self, email: Email, simulated: Sequence[SimulatedRecipient]) -> bool:
         """An email whose recipients are all simulated: sent and its events, at once."""
-        metrics.delivery_attempted(None)
+        delivery_attempted(None)
         return await self._submit(_Entry(email, self._future(), simulated=simulated))
 
     # --- the group commit -------------------------------------------------------------
@@ -253,7 +249,7 @@ class DeliveryJournal:
     ) -> None:
         """``record_email_event``, as rows for the group's executemany (``event_rows``):
         the same event and activity rows, the same status rule."""
-        if event_type not in EVENT_TYPES:
+        if event_type not in EMAIL_EVENT_TYPES:
             raise ValueError(f"unknown email event {event_type!r}")
         now = writes.now
         event, activity = event_rows(writes.summary(email), event_type, dict(data or {}), now)
@@ -336,127 +332,3 @@ class DeliveryJournal:
                 reason = SUPPRESSING_EVENTS.get(event_type)
                 if reason is not None:
                     writes.suppressions.append((email.team_id, recipient.address, reason, email.id))
-
-
-class _Writes:
-    """The rows a group adds, written with one executemany per table.
-
-    The group is recorded at one instant, ``now``: its rows share the datetime objects,
-    so each is converted for the database once (the events of an email keep their order
-    by their time-ordered ids)."""
-
-    def __init__(self, now: datetime, lease: timedelta) -> None:
-        self.now = now
-        self.lease_until = now + lease
-        self.events: list[dict[str, Any]] = []
-        self.activities: list[dict[str, Any]] = []
-        # (team, address, reason, email id): added to the suppression list, once.
-        self.suppressions: list[tuple[str, str, str, str]] = []
-        self._summaries: dict[str, dict[str, Any]] = {}
-
-    def summary(self, email: Email) -> dict[str, Any]:
-        """The email's columns the event rows need (read from the object once)."""
-        row = vars(email)
-        found = self._summaries.get(row["id"])
-        if found is None:
-            found = self._summaries[row["id"]] = {key: row[key] for key in _SUMMARY}
-        return found
-
-    async def flush(self, session: AsyncSession, clock: Clock, emails: list[Email]) -> None:
-        # The emails were never added to the session: their new state goes out as one
-        # UPDATE by primary key, not object by object through the unit of work.
-        if self.events:
-            await session.execute(insert(table_of(EmailEvent)), self.events)
-        if self.activities:
-            await session.execute(insert(table_of(ActivityEvent)), self.activities)
-        for team_id, address, reason, email_id in self.suppressions:
-            await suppress(session, clock, team_id, address, reason, email_id)
-        if emails:
-            await session.execute(update(Email), [_email_state(email) for email in emails])
-
-    def flush_inline(
-        self, writer: SqliteWriter, connection: sqlite3.Connection, clock: Clock,
-        emails: list[Email],
-    ) -> None:  # fmt: skip
-        """:meth:`flush` inside a :class:`SqliteWriter` transaction."""
-        writer.insert(connection, table_of(EmailEvent), self.events)
-        writer.insert(connection, table_of(ActivityEvent), self.activities)
-        suppressed = [suppression_row(clock, *added) for added in self.suppressions]
-        writer.insert(connection, table_of(Suppression), suppressed, or_ignore=True)
-        writer.update(connection, table_of(Email), [_email_state(email) for email in emails])
-
-
-# The columns of an email its events' rows need, and those a delivery changes.
-_SUMMARY = ("id", "team_id", "from_address", "to", "subject", "created_at", "tags")
-_STATE = (
-    "id", "status", "last_event", "updated_at", "sent_at", "due_at", "lease_owner",
-    "lease_until", "handed_over_by", "last_error",
-)  # fmt: skip
-
-
-def _email_state(email: Email) -> dict[str, object]:
-    """The columns a delivery changes (``record_email_event`` sets status and times)."""
-    row = vars(email)
-    return {key: row[key] for key in _STATE}
-
-
-def _finish(row: dict[str, Any]) -> None:
-    """The attempt is over: no lease, nothing due (a retry sets due_at again)."""
-    row["due_at"] = row["lease_owner"] = row["lease_until"] = row["handed_over_by"] = None
-
-
-def _committed(group: list[_Entry], held: set[str]) -> list[_Entry]:
-    """The entries whose lease held, with at most one handover an email: a runner whose
-    lease ran out during a slow attempt claims the email again itself, and the fence
-    (by owner and status) cannot tell its two attempts apart within one group."""
-    committed: list[_Entry] = []
-    handed_over: set[str] = set()
-    for entry in group:
-        if entry.email.id not in held:
-            continue
-        if entry.handover is not None:
-            if entry.email.id in handed_over:
-                continue
-            handed_over.add(entry.email.id)
-        committed.append(entry)
-    return committed
-
-
-def _fenced(group: list[_Entry]) -> tuple[list[str], list[str]]:
-    """The ids of the group's emails, and of those among them being handed over."""
-    ids = [entry.email.id for entry in group]
-    return ids, [entry.email.id for entry in group if entry.handover is not None]
-
-
-def _fence_inline(
-    connection: sqlite3.Connection, owner: str, ids: list[str], handovers: list[str]
-) -> set[str]:
-    """:func:`_fence` inside a :class:`SqliteWriter` transaction. Its ``BEGIN IMMEDIATE``
-    holds the database's write lock until the commit, so reading is enough: no other
-    writer can take a lease or cancel an email in between (and each row is rewritten
-    once, by the update that records the delivery, not twice)."""
-    sql = "SELECT id FROM emails WHERE id IN (SELECT value FROM json_each(?)) AND lease_owner = ?"
-    parameters: list[Any] = [json.dumps(ids), owner]
-    if handovers:
-        pending = ", ".join("?" for _ in PENDING_STATUSES)
-        sql += f" AND (id NOT IN (SELECT value FROM json_each(?)) OR status IN ({pending}))"
-        parameters += [json.dumps(handovers), *PENDING_STATUSES]
-    return {email_id for (email_id,) in connection.execute(sql, parameters)}
-
-
-async def _fence(
-    session: AsyncSession, owner: str, ids: list[str], handovers: list[str]
-) -> set[str]:
-    """The ids among ``ids`` still leased to ``owner``, locked for this transaction; of
-    ``handovers``, only those still pending (not canceled meanwhile)."""
-    condition = [Email.id.in_(ids), Email.lease_owner == owner]
-    if handovers:
-        condition.append(or_(Email.id.not_in(handovers), Email.status.in_(PENDING_STATUSES)))
-    statement = (
-        update(Email)
-        .where(*condition)
-        .values(lease_owner=owner)
-        .returning(Email.id)
-        .execution_options(synchronize_session=False)
-    )
-    return set((await session.scalars(statement)).all())

@@ -15,10 +15,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import NotFound
-from mailbridge.services.accounts import _tokens as tokens
-from mailbridge.services.accounts._audit import record_audit
-from mailbridge.services.accounts._members import may_touch, team_member
-from mailbridge.services.accounts._teams import MEMBER_SESSION_KIND, Role
+from mailbridge.services.accounts import Role, member_session_prefix
+from mailbridge.services.members._audit import record_audit
+from mailbridge.services.members._members import may_touch, team_member
 from mailbridge.storage.tables import Member, MemberSession
 
 
@@ -78,7 +77,7 @@ async def revoke_member_sessions(
 ) -> int:  # fmt: skip
     """End every open session of ``member`` but the one whose token is ``keep``; how many.
     In the caller's transaction (with the audit event)."""
-    kept = tokens.split(keep, MEMBER_SESSION_KIND) if keep else None
+    kept = member_session_prefix(keep) if keep else None
     statement = update(MemberSession).where(
         MemberSession.member_id == member.id, MemberSession.revoked_at.is_(None)
     )
@@ -95,7 +94,7 @@ async def revoke_member_sessions(
 
 def session_view(row: MemberSession, current: str | None = None) -> dict[str, Any]:
     """``current``: the token of the caller's own session (marked as such)."""
-    prefix = tokens.split(current, MEMBER_SESSION_KIND) if current else None
+    prefix = member_session_prefix(current) if current else None
     return {
         "object": "session", "id": row.id, "member_id": row.member_id,
         "created_at": isoformat_ms(row.created_at), "expires_at": isoformat_ms(row.expires_at),

@@ -15,8 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import NotFound, RoleTooLow, ValidationError
-from mailbridge.services.accounts._audit import record_audit
-from mailbridge.services.accounts._teams import Role
+from mailbridge.services.accounts import Role
+from mailbridge.services.members._audit import record_audit
 from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.tables import Member
 

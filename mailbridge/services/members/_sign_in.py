@@ -22,10 +22,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock
 from mailbridge.errors import ValidationError
-from mailbridge.services.accounts import _tokens as tokens
-from mailbridge.services.accounts._audit import record_audit
-from mailbridge.services.accounts._member_sessions import revoke_member_sessions
-from mailbridge.services.accounts._teams import MEMBER_SESSION_KIND, Device, open_member_session
+from mailbridge.services.accounts import (
+    Device,
+    member_session_prefix,
+    open_member_session,
+    token_digest,
+)
+from mailbridge.services.members._audit import record_audit
+from mailbridge.services.members._member_sessions import revoke_member_sessions
 from mailbridge.storage.tables import Member, MemberSession, Team
 
 MIN_PASSWORD_LENGTH = 10
@@ -120,14 +124,14 @@ async def sign_in(
 
 async def sign_out(session: AsyncSession, clock: Clock, token: str) -> bool:
     """Revoke the member session ``token``; whether there was one to revoke."""
-    prefix = tokens.split(token, MEMBER_SESSION_KIND)
+    prefix = member_session_prefix(token)
     if prefix is None:
         return False
     result = await session.execute(
         update(MemberSession)
         .where(
             MemberSession.token_prefix == prefix,
-            MemberSession.token_hash == tokens.digest(token),
+            MemberSession.token_hash == token_digest(token),
             MemberSession.revoked_at.is_(None),
         )
         .values(revoked_at=clock.now())

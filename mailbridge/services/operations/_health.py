@@ -20,8 +20,7 @@ from sqlalchemy import text
 
 from mailbridge import __version__
 from mailbridge.clock import isoformat_ms
-from mailbridge.services.context import ServiceContext
-from mailbridge.services.instance import runner_heartbeat
+from mailbridge.services.kernel import ServiceContext, runner_heartbeat
 from mailbridge.storage.migrate import alembic_config
 from mailbridge.storage.outages import describe, is_unavailable
 
