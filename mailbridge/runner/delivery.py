@@ -43,8 +43,8 @@ from mailbridge.mail.rendering import SHIPPED, LocalRenderer, ProcessRenderer, R
 from mailbridge.runner.claim_loop import Batch, ClaimLoop, Limits, new_owner, write_turn
 from mailbridge.runner.delivery_leftovers import discard_old_receipts, sweep_outbox
 from mailbridge.services import delivery
-from mailbridge.services.delivery import EMAIL_RETRY_POLICY as EMAIL_RETRY_POLICY
 from mailbridge.services.delivery import (
+    EMAIL_RETRY_POLICY,
     BuiltMessage,
     DeliveryJournal,
     MessageBuilder,

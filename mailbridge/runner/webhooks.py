@@ -35,9 +35,12 @@ from mailbridge.services import webhooks
 from mailbridge.services.delivery import RetryPolicy
 from mailbridge.services.kernel import ServiceContext
 from mailbridge.services.operations import webhook_attempted
-from mailbridge.services.webhooks import WEBHOOK_RETRY_POLICY as WEBHOOK_RETRY_POLICY
-from mailbridge.services.webhooks import ClaimedDelivery, WebhookSender
-from mailbridge.services.webhooks import DeliveryOutcome as DeliveryOutcome
+from mailbridge.services.webhooks import (
+    WEBHOOK_RETRY_POLICY,
+    ClaimedDelivery,
+    DeliveryOutcome,
+    WebhookSender,
+)
 
 logger = logging.getLogger(__name__)
 

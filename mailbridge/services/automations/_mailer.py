@@ -21,8 +21,7 @@ from mailbridge.errors import ApiError, DailyQuotaExceeded, MonthlyQuotaExceeded
 from mailbridge.mail import templating
 from mailbridge.services import polls, suppressions
 from mailbridge.services.accounts import Principal, QuotaLedger, lock_teams, locks_last
-from mailbridge.services.email import SendEmailRequest, SendJob, prepare_email
-from mailbridge.services.email import store_email as store_email
+from mailbridge.services.email import SendEmailRequest, SendJob, prepare_email, store_email
 from mailbridge.services.kernel import ServiceContext
 from mailbridge.services.polls import Voter
 
