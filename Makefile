@@ -5,7 +5,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 MAILBRIDGE := $(BIN)/mailbridge
 
-.PHONY: run test install lint types unit integration acceptance bench clean
+NODE_TESTS := tests/node
+NODE_STAMP := $(NODE_TESTS)/node_modules/.installed-stamp
+
+.PHONY: run test install node lint types unit integration acceptance bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,6 +18,13 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# Resend's Node SDK at the version the lockfile pins, for the acceptance tests that run it.
+$(NODE_STAMP): $(NODE_TESTS)/package-lock.json
+	npm ci --prefix $(NODE_TESTS) --no-audit --no-fund --loglevel=error
+	@touch $(NODE_STAMP)
+
+node: $(NODE_STAMP)
+
 run: install
 	$(MAILBRIDGE) db upgrade
 	$(MAILBRIDGE) bootstrap
@@ -22,7 +32,7 @@ run: install
 
 # Two workers, each taking whole test files (a file's module-scoped servers start once);
 # tests that share something machine-wide (Redis databases, ports) key it by worker.
-test: install lint types
+test: install node lint types
 	$(BIN)/pytest -n 2 --dist loadfile
 
 lint: install
@@ -39,8 +49,8 @@ unit: install
 integration: install
 	$(BIN)/pytest tests/integration
 
-acceptance: install
+acceptance: install node
 	$(BIN)/pytest tests/acceptance
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache $(NODE_TESTS)/node_modules

@@ -8,6 +8,11 @@ Every delivery is a ``POST`` of ``{type, created_at, data}`` with three headers:
 - ``X-Service-Event-Id``: the event's id, the same on every retry and replay of that
   event to that endpoint, so a receiver can drop repeats.
 
+For a day after the secret is rotated, ``X-Service-Signature-Previous`` carries the
+signature by the secret before it, so a receiver still holding that one verifies.
+Deliveries also carry Standard Webhooks' ``webhook-id``, ``webhook-timestamp`` and
+``webhook-signature``, keyed by the same secret (README, "Verifying webhooks").
+
 A receiver verifies the raw bytes it received, before parsing them::
 
     from mailbridge.webhooks import WebhookVerificationError, verify
@@ -35,6 +40,7 @@ from mailbridge.errors import MailbridgeError
 TIMESTAMP_HEADER = "X-Service-Timestamp"
 SIGNATURE_HEADER = "X-Service-Signature"
 EVENT_ID_HEADER = "X-Service-Event-Id"
+PREVIOUS_SIGNATURE_HEADER = "X-Service-Signature-Previous"
 DEFAULT_TOLERANCE = 300  # seconds a signature stays acceptable either side of now
 
 
@@ -88,8 +94,9 @@ def verify(
         raise WebhookVerificationError(
             f"{TIMESTAMP_HEADER} is {now - timestamp:.0f} s away from now (tolerance {tolerance} s)"
         )
-    expected = sign(secret, timestamp, body)
-    if not hmac.compare_digest(expected.encode(), signature.strip().lower().encode()):
+    expected = sign(secret, timestamp, body).encode()
+    given = [signature, _header(headers, PREVIOUS_SIGNATURE_HEADER) or ""]
+    if not any(hmac.compare_digest(expected, value.strip().lower().encode()) for value in given):
         raise WebhookVerificationError("the signature does not match")
     try:
         payload = json.loads(body)

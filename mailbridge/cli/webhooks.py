@@ -1,5 +1,5 @@
 """``mailbridge webhooks``: a team's webhooks from the operator's side (list, get, create,
-delete), through the same services as the API."""
+rotate-secret, delete), through the same services as the API."""
 
 from __future__ import annotations
 
@@ -65,6 +65,18 @@ def webhooks_create(
         hook = await webhooks.create_webhook(
             session, context.clock, context.settings, owner.id, endpoint, event
         )
+        return webhooks.created_webhook_view(hook)
+
+    emit(with_session(action))
+
+
+@webhooks_app.command("rotate-secret")
+def webhooks_rotate_secret(webhook_id: WebhookId, team: TeamOption = None) -> None:
+    """A new signing secret, shown only now; the old one signs too for 24 hours."""
+
+    async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
+        owner = await accounts.resolve_team(session, team)
+        hook = await webhooks.rotate_secret(session, context.clock, owner.id, webhook_id)
         return webhooks.created_webhook_view(hook)
 
     emit(with_session(action))

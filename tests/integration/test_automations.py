@@ -9,16 +9,16 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from mailbridge.services.accounts._api_keys import Permission
 from mailbridge.services.accounts._teams import Role
 from mailbridge.services.audiences._audiences import default_audience_id
 from mailbridge.services.domains import _domains as domains
-from mailbridge.storage.tables import ActivityEvent, Segment
+from mailbridge.storage.tables import ActivityEvent, Segment, Team
 from tests.integration.automation_api import Shop, assert_invalid
 from tests.integration.conftest import bearer
-from tests.integration.sending import add_domain
+from tests.integration.email_factory import add_domain
 from tests.integration.test_auth import assert_error
 
 pytestmark = pytest.mark.integration
@@ -135,7 +135,6 @@ async def test_an_audience_of_the_team_may_be_named(shop: Shop) -> None:
     ("fields", "status", "name"),
     [
         ({"name": None}, 422, "missing_required_field"),
-        ({"domain": None}, 422, "missing_required_field"),
         ({"name": "   "}, 422, "validation_error"),
         ({"name": "x" * 201}, 422, "validation_error"),
         ({"domain": "nowhere.io"}, 422, "validation_error"),
@@ -161,6 +160,73 @@ async def test_create_refuses_bad_fields(
             del body[field]
     response = await shop.client.post("/automations", json=body, headers=shop.headers)
     assert_error(response, status, name)
+
+
+async def test_without_domain_the_senders_or_the_only_sending_domain_decide(shop: Shop) -> None:
+    """Resend's SDKs send no `domain`: the send steps' `from` (or their templates')
+    decides, else the team's only domain that may send; else 422 naming both ways."""
+    context, team_id = shop.sending.context, shop.tenant.team_id
+    body = shop.body()
+    del body["domain"]
+    response = await shop.client.post("/automations", json=body, headers=shop.headers)
+    assert response.status_code == 201, response.text
+    assert response.json()["domain"] == "shop.io"  # the template's `from`
+
+    # A second verified domain (on a plan that has room for it): the senders still
+    # decide, and a step's `from` wins over its template's.
+    async with context.database.session() as session:
+        await session.execute(update(Team).where(Team.id == team_id).values(plan="pro"))
+        await session.commit()
+    second = await add_domain(context, team_id, "news.shop.io")
+    assert (await shop.client.post("/automations", json=body, headers=shop.headers)).json()[
+        "domain"
+    ] == "shop.io"
+    steps = [dict(step) for step in body["steps"]]
+    steps[1] = {**steps[1], "config": {**steps[1]["config"], "from": "Hi <hi@news.shop.io>"}}
+    response = await shop.client.post(
+        "/automations", json={**body, "steps": steps}, headers=shop.headers
+    )
+    assert response.status_code == 201, response.text
+    assert response.json()["domain"] == "news.shop.io"
+
+    # Two senders' domains, or one that may not send: 422, both ways named.
+    two = [*steps, {"key": "again", "type": "send_email",
+                    "config": {"template": {"id": shop.template_id}}}]  # fmt: skip
+    connections = [*body["connections"], {"from": "check", "to": "again", "type": "condition_met"}]
+    response = await shop.client.post(
+        "/automations", json={**body, "steps": two, "connections": connections},
+        headers=shop.headers,
+    )  # fmt: skip
+    assert_error(response, 422, "validation_error")
+    message = response.json()["message"]
+    assert "news.shop.io, shop.io" in message and "`domain`" in message and "`from`" in message
+    steps[1]["config"]["from"] = "hi@pending.io"
+    response = await shop.client.post(
+        "/automations", json={**body, "steps": steps}, headers=shop.headers
+    )
+    assert_error(response, 422, "validation_error")
+    assert "pending.io" in response.json()["message"] and "verify" in response.json()["message"]
+
+    # No sender anywhere (only a trigger and a delay): the only sending domain decides.
+    bare = {
+        "name": "Bare",
+        "steps": [
+            {"key": "start", "type": "trigger", "config": {"event_name": "user.created"}},
+            {"key": "pause", "type": "delay", "config": {"duration": "1 day"}},
+        ],
+        "connections": [{"from": "start", "to": "pause"}],
+    }
+    response = await shop.client.post("/automations", json=bare, headers=shop.headers)
+    assert_error(response, 422, "validation_error")  # shop.io and news.shop.io
+    message = response.json()["message"]
+    assert "2 verified domains" in message and "`domain`" in message and "`from`" in message
+    async with context.database.session() as session:
+        await domains.delete_domain(
+            session, shop.sending.clock, context.settings, team_id, second.id
+        )
+    response = await shop.client.post("/automations", json=bare, headers=shop.headers)
+    assert response.status_code == 201, response.text
+    assert response.json()["domain"] == "shop.io"
 
 
 async def test_create_names_every_problem_of_the_graph(shop: Shop) -> None:
@@ -270,6 +336,16 @@ async def test_the_list_is_light_paginated_and_newest_first(shop: Shop) -> None:
     assert response.json()["data"] == []
     assert_error(
         await shop.client.get("/automations?limit=0", headers=shop.headers), 422, "validation_error"
+    )
+    assert (await shop.patch(made[1]["id"], status="enabled")).status_code == 200
+    response = await shop.client.get("/automations?status=enabled", headers=shop.headers)
+    assert [item["name"] for item in response.json()["data"]] == ["A1"]
+    response = await shop.client.get("/automations?status=disabled", headers=shop.headers)
+    assert [item["name"] for item in response.json()["data"]] == ["A2", "A0"]
+    assert_error(
+        await shop.client.get("/automations?status=paused", headers=shop.headers),
+        422,
+        "validation_error",
     )
 
 
@@ -507,6 +583,7 @@ async def test_runs_are_listed_and_read_with_their_steps(shop: Shop) -> None:
         "version": 1,
         "error": None,
         "created_at": "2026-11-02T09:30:01.000Z",
+        "started_at": "2026-11-02T09:30:01.000Z",
         "updated_at": "2026-11-02T09:30:01.000Z",
         "completed_at": None,
     }
@@ -516,17 +593,22 @@ async def test_runs_are_listed_and_read_with_their_steps(shop: Shop) -> None:
     )
     assert [item["id"] for item in response.json()["data"]] == [first.id]
     response = await shop.client.get(
+        f"/automations/{created['id']}/runs?status=running,completed", headers=shop.headers
+    )
+    assert [item["id"] for item in response.json()["data"]] == [second.id, first.id]
+    response = await shop.client.get(
         f"/automations/{created['id']}/runs?limit=1&after={third.id}", headers=shop.headers
     )
     assert [item["id"] for item in response.json()["data"]] == [second.id]
     assert response.json()["has_more"] is True
-    assert_error(
-        await shop.client.get(
-            f"/automations/{created['id']}/runs?status=paused", headers=shop.headers
-        ),
-        422,
-        "validation_error",
-    )
+    for wanted in ("paused", "running,paused", ","):
+        assert_error(
+            await shop.client.get(
+                f"/automations/{created['id']}/runs?status={wanted}", headers=shop.headers
+            ),
+            422,
+            "validation_error",
+        )
     assert_error(
         await shop.client.get(
             f"/automations/{created['id']}/runs?after={foreign.id}", headers=shop.headers
@@ -547,7 +629,10 @@ async def test_runs_are_listed_and_read_with_their_steps(shop: Shop) -> None:
     ]
     assert set(detail["steps"][0]) == {
         "id", "step_id", "key", "type", "status", "started_at", "completed_at", "output", "error",
+        "created_at",
     }  # fmt: skip
+    assert detail["steps"][0]["created_at"] == detail["steps"][0]["started_at"]
+    assert detail["started_at"] == detail["created_at"]
     assert detail["steps"][1]["output"] == {"n": 1}
     for path in (
         f"/automations/{created['id']}/runs/{foreign.id}",

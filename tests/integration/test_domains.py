@@ -178,6 +178,13 @@ async def test_create_with_tracking_and_own_names(
         ({"name": "corp.io", "region": "mars-1"}, "validation_error"),
         ({"name": "corp.io", "custom_return_path": "a.b"}, "validation_error"),
         ({"name": "corp.io", "receiving": 0}, "validation_error"),  # a boolean, not 0
+        ({"name": "corp.io", "capabilities": {"sending": "disabled"}}, "validation_error"),
+        ({"name": "corp.io", "capabilities": {"receiving": "yes"}}, "validation_error"),
+        ({"name": "corp.io", "capabilities": {"inbound": "enabled"}}, "validation_error"),
+        (
+            {"name": "corp.io", "receiving": False, "capabilities": {"receiving": "enabled"}},
+            "validation_error",
+        ),
         ({"name": "corp.io", "open_tracking": "true"}, "validation_error"),
         (
             {"name": "corp.io", "custom_return_path": "x", "tracking_subdomain": "x"},
@@ -538,7 +545,9 @@ async def test_list_is_paginated_and_scoped(client: httpx.AsyncClient, tenants: 
     first = (await client.get("/domains?limit=2", headers=tenant.headers)).json()
     assert first["object"] == "list" and first["has_more"] is True
     assert [d["id"] for d in first["data"]] == [ids[2], ids[1]]
-    assert set(first["data"][0]) == {"object", "id", "name", "status", "created_at", "region"}
+    assert set(first["data"][0]) == {
+        "object", "id", "name", "status", "created_at", "region", "capabilities",
+    }  # fmt: skip
     rest = (await client.get(f"/domains?limit=2&after={ids[1]}", headers=tenant.headers)).json()
     assert [d["id"] for d in rest["data"]] == [ids[0]] and rest["has_more"] is False
     assert (await client.get("/domains", headers=stranger.headers)).json()["data"] == []
@@ -667,3 +676,27 @@ async def test_who_may_call(client: httpx.AsyncClient, tenants: Tenants, tenant:
     ]:
         response = await client.request(method, path, headers=bearer(viewer), json={"name": "x.io"})
         assert_error(response, 403, "view_only_member")
+
+
+async def test_capabilities_as_resend_names_them(client: httpx.AsyncClient, tenant: Tenant) -> None:
+    """Resend's `capabilities`: receiving switches the domain's receiving; sending is
+    always enabled (a verified mailbridge domain sends)."""
+    response = await client.post(
+        "/domains",
+        json={"name": "corp.io", "capabilities": {"sending": "enabled", "receiving": "enabled"}},
+        headers=tenant.headers,
+    )
+    assert response.status_code == 201, response.text
+    created = response.json()
+    assert created["receiving"] is True
+    assert created["capabilities"] == {"sending": "enabled", "receiving": "enabled"}
+    response = await client.patch(
+        f"/domains/{created['id']}",
+        json={"capabilities": {"receiving": "disabled"}},
+        headers=tenant.headers,
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["receiving"] is False
+    assert response.json()["capabilities"] == {"sending": "enabled", "receiving": "disabled"}
+    listed = (await client.get("/domains", headers=tenant.headers)).json()["data"]
+    assert listed[0]["capabilities"] == {"sending": "enabled", "receiving": "disabled"}

@@ -18,7 +18,7 @@ from tests.integration.email_rows import AttachmentRow, add_email, at
 from tests.integration.test_auth import assert_error
 
 SUMMARY_KEYS = {
-    "id", "from", "to", "cc", "bcc", "reply_to", "subject", "status", "last_event",
+    "id", "message_id", "from", "to", "cc", "bcc", "reply_to", "subject", "status", "last_event",
     "created_at", "scheduled_at", "sent_at", "tags",
 }  # fmt: skip
 

@@ -386,7 +386,16 @@ async def test_explicit_members(client: httpx.AsyncClient, tenant: Tenant, book:
     removed = await client.delete(
         f"/segments/{sid}/contacts/{book.contacts['bob']}", headers=tenant.headers
     )
-    assert removed.json()["deleted"] is True
+    # The ids Resend's SDK types name (`audienceId` as its Node SDK spells it).
+    assert removed.json() == {
+        "object": "contact_segment",
+        "id": sid,
+        "segment_id": sid,
+        "contact_id": book.contacts["bob"],
+        "audience_id": segment["audience_id"],
+        "audienceId": segment["audience_id"],
+        "deleted": True,
+    }
     assert await members(client, tenant, book, sid) == {"cat"}
     again = await client.delete(
         f"/segments/{sid}/contacts/{book.contacts['bob']}", headers=tenant.headers

@@ -4,12 +4,15 @@ fake clock, deletion and disabling stopping delivery, timeouts, replays, the att
 
 from __future__ import annotations
 
-from datetime import timedelta
+import re
+import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy import func, select
+from standardwebhooks import Webhook
 
 from mailbridge import webhooks
 from mailbridge.clock import isoformat_ms
@@ -353,3 +356,174 @@ async def test_the_mock_transport_can_stand_in_for_the_network(hooks: Hooks) -> 
                            clock=hooks.clock)["type"] == "contact.created"  # fmt: skip
     [delivery] = await hooks.deliveries(created["id"])
     assert delivery["status"] == "succeeded" and delivery["attempts"][0]["status_code"] == 204
+
+
+def standard_signatures(request: Any, *secrets: str) -> str:
+    """The `webhook-signature` the Standard Webhooks package makes for these secrets."""
+    when = datetime.fromtimestamp(int(request.headers["webhook-timestamp"]), UTC)
+    body = request.body.decode()
+    return " ".join(Webhook(s).sign(request.event_id, when, body) for s in secrets)
+
+
+async def test_deliveries_carry_standard_webhooks_headers_keyed_by_the_same_secret(
+    hooks: Hooks,
+) -> None:
+    created = await hooks.create(["contact.created"])
+    secret = created["signing_secret"]
+    assert re.fullmatch(r"whsec_[A-Za-z0-9+/]{32}", secret)  # 24 bytes, standard base64
+    await hooks.add_contact("ann@corp.io")
+    assert await hooks.run() == 1
+    [request] = hooks.receiver.requests()
+    assert request.headers["webhook-id"] == request.event_id
+    assert request.headers["webhook-timestamp"] == request.timestamp
+    assert request.headers["webhook-signature"] == standard_signatures(request, secret)
+    assert request.headers["webhook-signature"].startswith("v1,")
+    assert "x-service-signature-previous" not in request.headers
+
+
+async def test_a_rotated_secret_signs_beside_the_old_one_for_a_day(hooks: Hooks) -> None:
+    created = await hooks.create(["contact.created"])
+    old = created["signing_secret"]
+    path = f"/webhooks/{created['id']}/signing-secret/rotate"
+    response = await hooks.client.post(path, headers=hooks.tenant.headers)
+    assert response.status_code == 200, response.text
+    rotated = response.json()
+    new = rotated["signing_secret"]
+    assert new != old and new.startswith("whsec_")
+    assert {k: v for k, v in rotated.items() if k not in ("signing_secret", "updated_at")} == {
+        k: v for k, v in created.items() if k not in ("signing_secret", "updated_at")
+    }
+    fetched = await hooks.client.get(f"/webhooks/{created['id']}", headers=hooks.tenant.headers)
+    assert "signing_secret" not in fetched.json()
+
+    # Within the day both sign: spec §6.2's header by the new, the previous one's beside
+    # it, and both in the Standard Webhooks list; a receiver on either secret verifies.
+    await hooks.add_contact("ann@corp.io")
+    assert await hooks.run() == 1
+    [during] = hooks.receiver.requests()
+    assert during.signed_with(new) and not during.signed_with(old)
+    for secret in (new, old):
+        assert webhooks.verify(secret, during.headers, during.body, clock=hooks.clock)
+    with pytest.raises(webhooks.WebhookVerificationError):
+        webhooks.verify(old + "x", during.headers, during.body, clock=hooks.clock)
+    assert during.headers["webhook-signature"] == standard_signatures(during, new, old)
+
+    # Rotating again within the day drops the oldest; a day after, the old one is gone.
+    response = await hooks.client.post(path, headers=hooks.tenant.headers)
+    newest = response.json()["signing_secret"]
+    hooks.clock.advance(timedelta(hours=23))
+    await hooks.add_contact("bob@corp.io")
+    assert await hooks.run() == 1
+    within = hooks.receiver.requests()[-1]
+    assert within.headers["webhook-signature"] == standard_signatures(within, newest, new)
+    hooks.clock.advance(timedelta(hours=1, seconds=1))
+    await hooks.add_contact("cat@corp.io")
+    assert await hooks.run() == 1
+    after = hooks.receiver.requests()[-1]
+    assert after.headers["webhook-signature"] == standard_signatures(after, newest)
+    assert "x-service-signature-previous" not in after.headers
+    with pytest.raises(webhooks.WebhookVerificationError):
+        webhooks.verify(new, after.headers, after.body, clock=hooks.clock)
+
+    # Only the team's own webhook (the key's rights: test_webhooks.test_who_may_call_what).
+    other = await hooks.tenants.create()
+    assert_error(await hooks.client.post(path, headers=other.headers), 404, "not_found")
+    for odd in ("nope", "0", "99999999999"):
+        odd_path = f"/webhooks/{odd}/signing-secret/rotate"
+        assert_error(
+            await hooks.client.post(odd_path, headers=hooks.tenant.headers), 404, "not_found"
+        )
+
+
+async def test_events_and_their_attempts_as_resend_shapes_them(hooks: Hooks) -> None:
+    created = await hooks.create(["contact.created"])
+    base = f"/webhooks/{created['id']}/events"
+    headers = hooks.tenant.headers
+
+    async def get(path: str) -> Any:
+        response = await hooks.client.get(path, headers=headers)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    hooks.receiver.answer(500)
+    await hooks.add_contact("ann@corp.io")
+    ann_at = hooks.clock.now()
+    await hooks.dispatcher.dispatch_all()
+    assert [item["status"] for item in (await get(base))["data"]] == ["pending"]
+    assert await hooks.run() == 1  # answered 500 (scripted)
+    [ann_event] = await activity(hooks, "contact.created")
+    hooks.clock.advance(timedelta(seconds=1))
+    await hooks.add_contact("bob@corp.io")
+    await hooks.dispatcher.dispatch_all()
+    listed = await get(base)
+    assert [item["status"] for item in listed["data"]] == ["pending", "attempting"]
+    assert await hooks.run() == 1  # bob's; ann's retry is due 5 s after its attempt
+    listed = await get(base)
+    bob, ann = listed["data"]
+    assert ann == {
+        "object": "webhook_event", "id": ann_event.id, "type": "contact.created",
+        "status": "attempting", "created_at": isoformat_ms(ann_at),
+    }  # fmt: skip
+    assert bob["status"] == "success" and listed["has_more"] is False
+    page = await get(f"{base}?limit=1")
+    assert [item["id"] for item in page["data"]] == [bob["id"]] and page["has_more"] is True
+    page = await get(f"{base}?limit=1&after={bob['id']}")
+    assert [item["id"] for item in page["data"]] == [ann["id"]] and page["has_more"] is False
+    page = await get(f"{base}?before={ann['id']}")
+    assert [item["id"] for item in page["data"]] == [bob["id"]]
+
+    single = await get(f"{base}/{ann['id']}")
+    assert single["status"] == "attempting" and single["payload"]["data"]["email"] == "ann@corp.io"
+    assert single["next_attempt_at"] == isoformat_ms(ann_at + timedelta(seconds=5))
+    [attempt] = (await get(f"{base}/{ann['id']}/attempts"))["data"]
+    assert attempt["http_status_code"] == 500 and attempt["response"] == "answered 500: not now"
+    assert attempt["sent_at"] == isoformat_ms(ann_at)
+
+    hooks.clock.advance(timedelta(seconds=4))
+    assert await hooks.run() == 1  # the retry succeeds
+    assert (await get(f"{base}/{ann['id']}"))["status"] == "success"
+    replayed = await hooks.client.post(f"{base}/{ann['id']}/replay", headers=headers)
+    assert replayed.status_code == 200, replayed.text
+    assert replayed.json()["id"] == ann["id"] and replayed.json()["status"] == "attempting"
+    assert len(replayed.json()["deliveries"]) == 2
+    assert await hooks.run() == 1
+    assert hooks.receiver.requests()[-1].event_id == ann["id"]
+    attempts = (await get(f"{base}/{ann['id']}/attempts"))["data"]
+    assert [a["http_status_code"] for a in attempts] == [200, 200, 500]  # newest first
+    assert len({a["id"] for a in attempts}) == 3
+    again = (await get(f"{base}/{ann['id']}/attempts"))["data"]
+    assert [a["id"] for a in again] == [a["id"] for a in attempts]  # stable ids
+    page = await get(f"{base}/{ann['id']}/attempts?limit=2")
+    assert [a["id"] for a in page["data"]] == [a["id"] for a in attempts[:2]]
+    assert page["has_more"] is True
+    page = await get(f"{base}/{ann['id']}/attempts?after={attempts[1]['id']}")
+    assert [a["id"] for a in page["data"]] == [attempts[2]["id"]] and page["has_more"] is False
+    page = await get(f"{base}/{ann['id']}/attempts?before={attempts[2]['id']}&limit=1")
+    assert [a["id"] for a in page["data"]] == [attempts[1]["id"]] and page["has_more"] is True
+    # The delivery routes still tell the same history, one row a delivery.
+    assert len(await hooks.deliveries(created["id"])) == 3
+
+    # Unknown, malformed or foreign: 404; a cursor from elsewhere: 422.
+    for path in (f"{base}/nope", f"{base}/{uuid.uuid4()}", f"{base}/{uuid.uuid4()}/attempts"):
+        assert_error(await hooks.client.get(path, headers=headers), 404, "not_found")
+    assert_error(
+        await hooks.client.post(f"{base}/{uuid.uuid4()}/replay", headers=headers), 404, "not_found"
+    )
+    other = await hooks.tenants.create()
+    assert_error(await hooks.client.get(base, headers=other.headers), 404, "not_found")
+    assert_error(
+        await hooks.client.post(f"{base}/{ann['id']}/replay", headers=other.headers),
+        404,
+        "not_found",
+    )
+    for cursor in ("nope", str(uuid.uuid4())):
+        assert_error(
+            await hooks.client.get(f"{base}?after={cursor}", headers=headers),
+            422,
+            "validation_error",
+        )
+        assert_error(
+            await hooks.client.get(f"{base}/{ann['id']}/attempts?after={cursor}", headers=headers),
+            422,
+            "validation_error",
+        )

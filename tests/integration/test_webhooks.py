@@ -227,6 +227,7 @@ async def test_who_may_call_what(
         ("GET", f"/webhooks/{webhook_id}"),
         ("DELETE", f"/webhooks/{webhook_id}"),
         ("GET", f"/webhooks/{webhook_id}/deliveries"),
+        ("POST", f"/webhooks/{webhook_id}/signing-secret/rotate"),
     ):
         response = await client.request(method, path, headers=bearer(sending))
         assert_error(response, 401, "restricted_api_key")
@@ -274,6 +275,12 @@ async def test_the_operator_commands(
     assert code == 0 and [item["id"] for item in json.loads(out)["data"]] == [created["id"]]
     code, out, err = await mailbridge_cli(settings, "admin", "webhooks", "get", created["id"])
     assert code == 0 and "signing_secret" not in json.loads(out)
+    code, out, err = await mailbridge_cli(
+        settings, "admin", "webhooks", "rotate-secret", created["id"]
+    )
+    assert code == 0, err
+    rotated = json.loads(out)["signing_secret"]
+    assert rotated.startswith("whsec_") and rotated != created["signing_secret"]
     code, out, err = await mailbridge_cli(
         settings, "admin", "webhooks", "create", "http://10.0.0.1/", "--event", "email.sent"
     )

@@ -65,7 +65,7 @@ class AutomationFields(BaseModel):
 
 class CreateAutomation(AutomationFields):
     name: Name
-    domain: str
+    domain: str | None = None  # derived from the send steps when absent (Resend's SDKs)
     audience_id: str | None = None
     status: Status = "disabled"
     trigger: str | None = None
@@ -106,8 +106,13 @@ async def create_automation(
 
 
 @router.get("/automations")
-async def list_automations(principal: Reader, session: SessionDep, page: PageDep) -> dict[str, Any]:
-    result = await automations.list_automations(session, principal.team_id, page)
+async def list_automations(
+    principal: Reader,
+    session: SessionDep,
+    page: PageDep,
+    status: Annotated[str | None, Query()] = None,
+) -> dict[str, Any]:
+    result = await automations.list_automations(session, principal.team_id, page, status)
     return list_body(result, automation_list_item)
 
 

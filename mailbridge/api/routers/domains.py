@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Response
-from pydantic import BaseModel, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from mailbridge.api.bodies import list_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
+from mailbridge.errors import ValidationError
 from mailbridge.services import domains
 from mailbridge.services.domains import (
     DomainChanges,
@@ -26,6 +27,25 @@ Label = Annotated[str, declared(pattern=domains.LABEL_PATTERN)]
 Region = Annotated[str, declared(enum=list(domains.REGIONS))]
 
 
+class Capabilities(BaseModel):
+    """Resend's `capabilities`: receiving is ours to switch; a mailbridge domain always
+    sends (once verified), so `sending` may only say so."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sending: Literal["enabled"] | None = None
+    receiving: Literal["enabled", "disabled"] | None = None
+
+
+def _receiving(receiving: bool | None, capabilities: Capabilities | None) -> bool | None:
+    if capabilities is None or capabilities.receiving is None:
+        return receiving
+    wanted = capabilities.receiving == "enabled"
+    if receiving is not None and receiving != wanted:
+        raise ValidationError("`receiving` and `capabilities.receiving` disagree.")
+    return wanted
+
+
 class CreateDomain(BaseModel):
     name: DomainName = Field(min_length=1, max_length=domains.MAX_DOMAIN_NAME_LENGTH)
     region: Region = domains.REGIONS[0]
@@ -34,7 +54,8 @@ class CreateDomain(BaseModel):
     tracking_subdomain: Label = domains.DEFAULT_TRACKING_SUBDOMAIN
     open_tracking: StrictBool = False
     click_tracking: StrictBool = False
-    receiving: StrictBool = False
+    receiving: StrictBool | None = None
+    capabilities: Capabilities | None = None
 
 
 class UpdateDomain(BaseModel):
@@ -43,6 +64,7 @@ class UpdateDomain(BaseModel):
     tls: Tls | None = None
     tracking_subdomain: Label | None = None
     receiving: StrictBool | None = None
+    capabilities: Capabilities | None = None
 
 
 class ClaimDomain(BaseModel):
@@ -61,7 +83,7 @@ async def create_domain(
         tracking_subdomain=body.tracking_subdomain,
         open_tracking=body.open_tracking,
         click_tracking=body.click_tracking,
-        receiving=body.receiving,
+        receiving=bool(_receiving(body.receiving, body.capabilities)),
     )
     domain = await domains.create_domain(
         session, context.clock, context.settings, principal.team_id, body.name, options
@@ -113,7 +135,7 @@ async def update_domain(
         click_tracking=body.click_tracking,
         tls=body.tls,
         tracking_subdomain=body.tracking_subdomain,
-        receiving=body.receiving,
+        receiving=_receiving(body.receiving, body.capabilities),
     )
     domain = await domains.update_domain(
         session, context.clock, context.settings, principal.team_id, domain_id, changes

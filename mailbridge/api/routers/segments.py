@@ -104,7 +104,11 @@ async def remove_member(
     segment, contact = await audiences.remove_segment_member(
         session, principal.team_id, segment_id, contact_ref
     )
-    return membership_view(segment.id, contact.id, deleted=True)
+    # Resend's Node SDK types this answer `{id, audienceId, deleted}`: both spellings.
+    return membership_view(
+        segment.id, contact.id, audience_id=segment.audience_id,
+        audienceId=segment.audience_id, deleted=True,
+    )  # fmt: skip
 
 
 @router.get("/contacts/{contact_ref}/segments")

@@ -1,4 +1,5 @@
-"""Webhooks (spec §4.10) and their deliveries: what was sent, how each attempt went, replay."""
+"""Webhooks (spec §4.10) and their deliveries: what was sent, how each attempt went, replay;
+the same history as Resend shapes it (events and their attempts), and secret rotation."""
 
 from __future__ import annotations
 
@@ -81,6 +82,52 @@ async def update_webhook(
 async def delete_webhook(webhook_id: str, principal: Writer, session: SessionDep) -> dict[str, Any]:
     webhook = await webhooks.delete_webhook(session, principal.team_id, webhook_id)
     return {"object": "webhook", "id": str(webhook.id), "deleted": True}
+
+
+@router.get("/webhooks/{webhook_id}/events")
+async def list_events(
+    webhook_id: str, principal: Reader, session: SessionDep, page: PageDep
+) -> dict[str, Any]:
+    webhook = await webhooks.get_webhook(session, principal.team_id, webhook_id)
+    result = await webhooks.list_events(session, webhook.id, page)
+    return list_body(result, webhooks.event_summary_view)
+
+
+@router.get("/webhooks/{webhook_id}/events/{event_id}")
+async def get_event(
+    webhook_id: str, event_id: str, principal: Reader, session: SessionDep
+) -> dict[str, Any]:
+    webhook = await webhooks.get_webhook(session, principal.team_id, webhook_id)
+    return webhooks.event_view(await webhooks.get_event(session, webhook.id, event_id))
+
+
+@router.get("/webhooks/{webhook_id}/events/{event_id}/attempts")
+async def list_event_attempts(
+    webhook_id: str, event_id: str, principal: Reader, session: SessionDep, page: PageDep
+) -> dict[str, Any]:
+    webhook = await webhooks.get_webhook(session, principal.team_id, webhook_id)
+    event = await webhooks.get_event(session, webhook.id, event_id)
+    result = webhooks.page_of_attempts(webhooks.attempts_of(event), page)
+    return list_body(result, webhooks.attempt_view)
+
+
+@router.post("/webhooks/{webhook_id}/events/{event_id}/replay")
+async def replay_event(
+    webhook_id: str, event_id: str, principal: Writer, session: SessionDep, context: ContextDep
+) -> dict[str, Any]:
+    """The event queued once more to the webhook (a new delivery, the same event id)."""
+    webhook = await webhooks.get_webhook(session, principal.team_id, webhook_id)
+    event = await webhooks.replay_event(session, context.clock, webhook, event_id)
+    return webhooks.event_view(event)
+
+
+@router.post("/webhooks/{webhook_id}/signing-secret/rotate")
+async def rotate_signing_secret(
+    webhook_id: str, principal: Writer, session: SessionDep, context: ContextDep
+) -> dict[str, Any]:
+    """A new secret, shown this once; the one before still signs for 24 hours."""
+    webhook = await webhooks.rotate_secret(session, context.clock, principal.team_id, webhook_id)
+    return created_webhook_view(webhook)
 
 
 @router.get("/webhooks/{webhook_id}/deliveries")

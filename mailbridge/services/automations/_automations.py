@@ -23,6 +23,7 @@ from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.engine.graph import Graph
 from mailbridge.errors import ValidationError
 from mailbridge.services import audiences, domains
+from mailbridge.services.automations._domain import derived_domain
 from mailbridge.services.automations._graphs import (
     DISABLE_FIRST,
     add_version,
@@ -51,7 +52,7 @@ class NewAutomation:
     """A create body; ``steps`` and ``connections`` are raw (the graph check reads them)."""
 
     name: str
-    domain: str
+    domain: str | None = None  # None: derived from the send steps (``_domain``)
     audience_id: str | None = None
     status: str = "disabled"
     trigger: str | None = None
@@ -158,7 +159,10 @@ async def create_automation(
     name = _name(new.name)
     status = _status(new.status)
     trigger_config = _trigger_config(new.trigger_config)
-    domain = await _sending_domain(session, team_id, new.domain)
+    given = (
+        new.domain if new.domain is not None else await derived_domain(session, team_id, new.steps)
+    )
+    domain = await _sending_domain(session, team_id, given)
     # Before anything is added to the session: making the default audience commits.
     audience = await audiences.resolve_audience(session, clock, team_id, new.audience_id)
     steps, problems = with_trigger(new.steps, new.trigger, domain)
@@ -187,9 +191,11 @@ async def find_automation(session: AsyncSession, team_id: str, automation_id: st
 
 
 async def list_automations(
-    session: AsyncSession, team_id: str, page: PageRequest
+    session: AsyncSession, team_id: str, page: PageRequest, status: str | None = None
 ) -> Page[Automation]:
     query = select(Automation).where(Automation.team_id == team_id)
+    if status is not None:  # Resend's SDKs filter by status
+        query = query.where(Automation.status == _status(status))
     return await paginate(session, query, Automation, page)
 
 

@@ -35,7 +35,7 @@ class SQLReferences:
         return segment_id in self.segments
 
 
-def _config(step: object) -> dict[str, Any]:
+def step_config(step: object) -> dict[str, Any]:
     config = step.get("config") if isinstance(step, dict) else None
     return config if isinstance(config, dict) else {}
 
@@ -45,7 +45,7 @@ def named_templates(steps: object) -> set[str]:
     names: set[str] = set()
     for step in steps if isinstance(steps, list) else ():
         if isinstance(step, dict) and step.get("type") == "send_email":
-            template = _config(step).get("template")
+            template = step_config(step).get("template")
             if isinstance(template, dict) and isinstance(template.get("id"), str):
                 names.add(template["id"])
     return names
@@ -55,7 +55,7 @@ def named_segments(steps: object) -> set[str]:
     names: set[str] = set()
     for step in steps if isinstance(steps, list) else ():
         if isinstance(step, dict) and step.get("type") == "add_to_segment":
-            segment_id = _config(step).get("segment_id")
+            segment_id = step_config(step).get("segment_id")
             if isinstance(segment_id, str):
                 names.add(segment_id)
     return names

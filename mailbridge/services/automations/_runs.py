@@ -41,6 +41,7 @@ def run_view(run: AutomationRun) -> dict[str, Any]:
         "version": run.version,
         "error": run.error,
         "created_at": isoformat_ms(run.created_at),
+        "started_at": isoformat_ms(run.created_at),  # a run starts when it is made
         "updated_at": isoformat_ms(run.updated_at),
         "completed_at": isoformat_ms(run.completed_at),
     }
@@ -57,6 +58,7 @@ def run_step_view(step: AutomationRunStep) -> dict[str, Any]:
         "completed_at": isoformat_ms(step.completed_at),
         "output": step.output,
         "error": step.error,
+        "created_at": isoformat_ms(step.started_at),  # a step's record is made as it starts
     }
 
 
@@ -85,10 +87,13 @@ async def list_runs(
     session: AsyncSession, automation: Automation, page: PageRequest, status: str | None = None
 ) -> Page[AutomationRun]:
     query = select(AutomationRun).where(AutomationRun.automation_id == automation.id)
-    if status is not None:
-        if status not in RUN_STATUSES:
-            raise ValidationError(f"`status` must be one of {', '.join(RUN_STATUSES)}.")
-        query = query.where(AutomationRun.status == status)
+    if status is not None:  # one status or a comma list (Resend's SDKs)
+        wanted = {part.strip() for part in status.split(",")}
+        if not wanted <= set(RUN_STATUSES):
+            raise ValidationError(
+                f"`status` must be one or a comma list of {', '.join(RUN_STATUSES)}."
+            )
+        query = query.where(AutomationRun.status.in_(sorted(wanted)))
     return await paginate(session, query, AutomationRun, page)
 
 

@@ -34,6 +34,7 @@ from mailbridge.services.domains._domains import (
     normalize_name,
     receiving_domain,
     sending_domain,
+    sending_domain_names,
     update_domain,
 )
 from mailbridge.services.domains._records import txt_values
@@ -63,6 +64,7 @@ __all__ = [
     "receiving_domain",
     "recheck_due_domains",
     "sending_domain",
+    "sending_domain_names",
     "txt_values",
     "update_domain",
     "verify_claim",

@@ -358,6 +358,14 @@ async def sending_domain(session: AsyncSession, team_id: str, name: str) -> Doma
     return domain if domain is not None and may_send(domain) else None
 
 
+async def sending_domain_names(session: AsyncSession, team_id: str) -> list[str]:
+    """The names of the team's domains that may send now, sorted."""
+    query = select(Domain.name).where(
+        Domain.team_id == team_id, Domain.status.in_(SENDING_STATUSES)
+    )
+    return sorted((await session.scalars(query)).all())
+
+
 async def receiving_domain(session: AsyncSession, name: str) -> Domain | None:
     """The verified domain ``name`` that receives mail (one team holds a verified name)."""
     try:
@@ -384,6 +392,10 @@ def domain_summary_view(domain: Domain) -> dict[str, Any]:
         "status": domain.status,
         "created_at": isoformat_ms(domain.created_at),
         "region": domain.region,
+        "capabilities": {
+            "sending": "enabled",
+            "receiving": "enabled" if domain.receiving else "disabled",
+        },
     }
 
 

@@ -221,6 +221,7 @@ def email_summary(email: Email) -> dict[str, Any]:
     """A list item: the email without bodies and events."""
     return {
         "id": email.id,
+        "message_id": email.message_id,
         "from": email.from_address,
         "to": _addresses(email.to),
         "cc": _addresses(email.cc),
@@ -247,7 +248,6 @@ def email_view(email: Email, events: Sequence[EmailEvent]) -> dict[str, Any]:
     return {
         "object": "email",
         **email_summary(email),
-        "message_id": email.message_id,
         "html": email.html,
         "text": email.text,
         "events": [event_view(event) for event in events],

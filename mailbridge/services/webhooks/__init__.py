@@ -28,6 +28,16 @@ from mailbridge.services.webhooks._deliveries import (
     release_deliveries,
     replay_delivery,
 )
+from mailbridge.services.webhooks._events import (
+    attempt_view,
+    attempts_of,
+    event_summary_view,
+    event_view,
+    get_event,
+    list_events,
+    page_of_attempts,
+    replay_event,
+)
 from mailbridge.services.webhooks._sender import WebhookSender
 from mailbridge.services.webhooks._subscriptions import (
     ENDPOINT_PATTERN,
@@ -39,6 +49,7 @@ from mailbridge.services.webhooks._subscriptions import (
     delete_webhook,
     get_webhook,
     list_webhooks,
+    rotate_secret,
     update_webhook,
     webhook_view,
 )
@@ -54,6 +65,8 @@ __all__ = [
     "WebhookChanges",
     "WebhookSender",
     "any_undispatched",
+    "attempt_view",
+    "attempts_of",
     "claim_due_deliveries",
     "create_webhook",
     "created_webhook_view",
@@ -61,15 +74,22 @@ __all__ = [
     "delete_webhook",
     "delivery_view",
     "dispatch_batch",
+    "event_summary_view",
+    "event_view",
     "get_delivery",
+    "get_event",
     "get_webhook",
     "list_deliveries",
+    "list_events",
     "list_webhooks",
     "next_delivery_due_at",
+    "page_of_attempts",
     "record_outcomes",
     "register_consumer",
     "release_deliveries",
     "replay_delivery",
+    "replay_event",
+    "rotate_secret",
     "update_webhook",
     "webhook_view",
 ]

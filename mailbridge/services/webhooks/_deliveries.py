@@ -61,6 +61,7 @@ class ClaimedDelivery:
     endpoint: str
     secret: str
     webhook_enabled: bool
+    previous_secret: str | None = None  # a rotation's overlap: it signs too
 
 
 @dataclass(frozen=True)
@@ -127,9 +128,14 @@ async def claim_due_deliveries(
     hooks = {
         row.id: row
         for row in await session.execute(
-            select(Webhook.id, Webhook.endpoint, Webhook.secret, Webhook.status).where(
-                Webhook.id.in_({row.webhook_id for row in claimed})
-            )
+            select(
+                Webhook.id,
+                Webhook.endpoint,
+                Webhook.secret,
+                Webhook.status,
+                Webhook.previous_secret,
+                Webhook.previous_secret_until,
+            ).where(Webhook.id.in_({row.webhook_id for row in claimed}))
         )
     }
     deliveries = []
@@ -149,9 +155,14 @@ async def claim_due_deliveries(
                 hook.endpoint,
                 hook.secret,
                 hook.status == "enabled",
+                _previous_secret(hook.previous_secret, hook.previous_secret_until, now),
             )
         )
     return deliveries
+
+
+def _previous_secret(secret: str | None, until: datetime | None, now: datetime) -> str | None:
+    return secret if secret is not None and until is not None and until > now else None
 
 
 async def next_delivery_due_at(session: AsyncSession) -> datetime | None:

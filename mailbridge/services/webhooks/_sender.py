@@ -1,10 +1,10 @@
 """One webhook attempt: sign the stored body, POST it, say what came of it.
 
-The request carries ``Content-Type: application/json``, ``X-Service-Timestamp`` (unix
-seconds of the attempt), ``X-Service-Signature`` (``mailbridge.webhooks.sign``) and
-``X-Service-Event-Id``. The endpoint is checked and pinned by ``mail.targets`` (no
-private targets unless allowed) at every attempt. A 2xx is success; any other status,
-a redirect included, a refused target, a connection error or no answer within
+The request carries ``Content-Type: application/json`` and the signature headers of
+``_signatures`` (spec §6.2's and Standard Webhooks', stamped with the attempt's time).
+The endpoint is checked and pinned by ``mail.targets`` (no private targets unless
+allowed) at every attempt. A 2xx is success; any other status, a redirect included, a
+refused target, a connection error or no answer within
 ``timeout`` seconds is a failure, told in the outcome's ``error``.
 
 The request goes to a ``mail.http_post.Poster``: the runner's is
@@ -29,7 +29,7 @@ from mailbridge.clock import Clock
 from mailbridge.mail.http_post import Poster, TransportPoster
 from mailbridge.mail.targets import PinnedTarget, TargetRefused, pin
 from mailbridge.services.webhooks._deliveries import ClaimedDelivery, DeliveryOutcome
-from mailbridge.webhooks import signed_headers
+from mailbridge.services.webhooks._signatures import delivery_headers
 
 logger = logging.getLogger(__name__)
 
@@ -86,8 +86,11 @@ class WebhookSender:
             **target.headers,
             "Content-Type": "application/json",
             "User-Agent": USER_AGENT,
-            **signed_headers(delivery.secret, timestamp, body, delivery.event_id),
-        }
+            **delivery_headers(
+                delivery.secret, delivery.previous_secret, timestamp, delivery.body,
+                delivery.event_id,
+            ),
+        }  # fmt: skip
         status, content = await self.poster.post(target, headers, body)
         if 200 <= status < 300:
             return status, None

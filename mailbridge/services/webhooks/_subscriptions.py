@@ -8,8 +8,12 @@
   name that does not resolve yet is accepted: its attempts fail until it does.
 - ``events`` is a non-empty list of the names in :data:`WEBHOOK_EVENTS`; unknown names
   are a 422 naming them; repeats are dropped.
-- The signing secret (``whsec_`` + 32 random bytes, base64url) is stored, since it
-  signs every delivery, and shown only in the create answer.
+- The signing secret (``whsec_`` + 24 random bytes in standard base64, the form
+  Standard Webhooks libraries decode) is stored, since it signs every delivery, and
+  shown only in the create answer and in the answer of a rotation. A rotation keeps
+  the secret before it signing beside the new one for :data:`ROTATION_OVERLAP`, so
+  that a receiver can switch in its own time; rotating again within that day drops the
+  oldest.
 - ``status`` is ``enabled`` or ``disabled``; the runner disables a webhook whose
   attempts have failed for ``MAILBRIDGE_WEBHOOK_DISABLE_AFTER`` (3 days) with no
   success, and says why in ``disabled_reason``. PATCH ``status: enabled`` re-enables.
@@ -20,9 +24,11 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Literal
 
 from sqlalchemy import select
@@ -72,6 +78,7 @@ ENDPOINT_PATTERN = (
     rf"{_DNS_LABEL}(?:\.{_DNS_LABEL})*(?::[0-9]{{0,5}})?(?:[/?#][!-~]*)?$"
 )
 SECRET_PREFIX = "whsec_"
+ROTATION_OVERLAP = timedelta(hours=24)  # the previous secret still signs this long
 RESOLVE_TIMEOUT = 2.0  # seconds the create/update check waits for DNS before accepting
 _MAX_ID = 2**31 - 1  # the id column is a 32-bit integer on PostgreSQL
 
@@ -88,7 +95,7 @@ class WebhookChanges:
 
 
 def new_secret() -> str:
-    return SECRET_PREFIX + secrets.token_urlsafe(32)
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(24)).decode()
 
 
 def check_events(events: Sequence[str]) -> list[str]:
@@ -206,6 +213,19 @@ async def delete_webhook(session: AsyncSession, team_id: str, webhook_id: str) -
     retry is attempted after the commit."""
     webhook = await get_webhook(session, team_id, webhook_id)
     await session.delete(webhook)
+    await session.commit()
+    return webhook
+
+
+async def rotate_secret(
+    session: AsyncSession, clock: Clock, team_id: str, webhook_id: str
+) -> Webhook:
+    """A new signing secret; the one before signs beside it for :data:`ROTATION_OVERLAP`."""
+    webhook = await get_webhook(session, team_id, webhook_id, for_update=True)
+    now = clock.now()
+    webhook.previous_secret, webhook.secret = webhook.secret, new_secret()
+    webhook.previous_secret_until = now + ROTATION_OVERLAP
+    webhook.updated_at = now
     await session.commit()
     return webhook
 

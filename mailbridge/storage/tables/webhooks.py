@@ -34,6 +34,9 @@ class Webhook(Base):
     events: Mapped[list[str]] = mapped_column(JSON)
     # Signs every delivery, so it is kept as is; shown only in the create answer.
     secret: Mapped[str] = mapped_column(String(100))
+    # After a rotation the secret before it still signs, beside it, until this time.
+    previous_secret: Mapped[str | None] = mapped_column(String(100))
+    previous_secret_until: Mapped[datetime | None]
     status: Mapped[str] = mapped_column(String(16))  # enabled | disabled
     disabled_reason: Mapped[str | None] = mapped_column(Text)
     # The first failed attempt since the last successful one (null: not failing).
