@@ -46,6 +46,7 @@ from mailbridge.api.routers import (
     templates,
     topics,
     tracking,
+    usage,
     webhooks,
 )
 from mailbridge.api.security_headers import SecurityHeaders
@@ -67,6 +68,7 @@ ROUTERS = (
     api_keys.router,
     members.router,
     logs.router,
+    usage.router,
     domains.router,
     audiences.router,
     contacts.router,

@@ -19,11 +19,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mailbridge.api.bodies import validate_body
-from mailbridge.api.envelope import known_error_response
+from mailbridge.api.envelope import known_error_response, translate_validation_error
 from mailbridge.errors import ValidationError
 from mailbridge.services import email as emails
 from mailbridge.services.accounts import Action, Principal
@@ -41,6 +42,25 @@ def _is_json(content_type: bytes) -> bool:
     return media == JSON or (media.startswith(b"application/") and media.endswith(b"+json"))
 
 
+def batch_mode(value: str | None) -> bool:
+    """Whether ``x-batch-validation`` asks for a permissive batch (Resend's header):
+    ``strict`` (the default) refuses a batch with any bad email, ``permissive`` sends the
+    good ones and names the others."""
+    mode = (value or "strict").strip().lower()
+    if mode not in ("strict", "permissive"):
+        raise ValidationError("`x-batch-validation` must be `strict` or `permissive`.")
+    return mode == "permissive"
+
+
+def _validated(item: Any, index: int, permissive: bool) -> SendEmailRequest | emails.Refused:
+    try:
+        return validate_body(SendEmailRequest, item, (index,))
+    except RequestValidationError as problem:
+        if not permissive:
+            raise
+        return emails.Refused(index, translate_validation_error(problem).message)
+
+
 async def answer_send(
     context: ServiceContext,
     writer: EmailWriter,
@@ -49,17 +69,20 @@ async def answer_send(
     *,
     batch: bool,
     idempotency_key: str | None,
+    validation: str | None = None,
 ) -> emails.SendAnswer:
     """Validate a parsed send body (one email, or a batch's list) and send it."""
+    permissive = batch and batch_mode(validation)
+    bodies: list[SendEmailRequest | emails.Refused]
     if not batch:
         bodies = [validate_body(SendEmailRequest, payload)]
     elif isinstance(payload, list):
-        bodies = [validate_body(SendEmailRequest, item, (i,)) for i, item in enumerate(payload)]
+        bodies = [_validated(item, i, permissive) for i, item in enumerate(payload)]
     else:
         raise ValidationError("The body of POST /emails/batch is a JSON array of emails.")
     return await emails.send_email(
         context, writer, principal, bodies, batch=batch,
-        idempotency_key=idempotency_key, payload=payload,
+        idempotency_key=idempotency_key, payload=payload, permissive=permissive,
     )  # fmt: skip
 
 
@@ -85,12 +108,14 @@ class SendPath:
         if batch is None or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        content_type, idempotency_key = None, None
+        content_type, idempotency_key, validation = None, None, None
         for name, value in scope["headers"]:
             if name == b"content-type" and content_type is None:
                 content_type = value
             elif name == b"idempotency-key" and idempotency_key is None:
                 idempotency_key = value.decode("latin-1")
+            elif name == b"x-batch-validation" and validation is None:
+                validation = value.decode("latin-1")
         if content_type is None or not _is_json(content_type):
             await self.app(scope, receive, send)
             return
@@ -107,7 +132,7 @@ class SendPath:
             principal.authorize(Action.SEND)
             answer = await answer_send(
                 self.context, self.writer, principal, payload,
-                batch=batch, idempotency_key=idempotency_key,
+                batch=batch, idempotency_key=idempotency_key, validation=validation,
             )  # fmt: skip
         except Exception as error:
             response = known_error_response(error)

@@ -8,7 +8,7 @@ unknown, deleted, or another team's — is a 422, never a silent empty page.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -96,3 +96,18 @@ async def paginate(
     if page.before is not None:
         rows.reverse()
     return Page(items=rows, has_more=has_more)
+
+
+def page_in_memory(items: Sequence[T], page: PageRequest, ident: Callable[[T], str]) -> Page[T]:
+    """A page of a short list already read whole and in its order; cursors are ids."""
+    start, end = 0, len(items)
+    if page.cursor is not None:
+        at = next((i for i, item in enumerate(items) if ident(item) == page.cursor), None)
+        if at is None:
+            raise ValidationError(f"Invalid cursor `{page.cursor}`: no such object in this list.")
+        start, end = (at + 1, end) if page.after is not None else (0, at)
+    if page.before is not None:
+        chosen = items[max(start, end - page.limit) : end]
+        return Page(chosen, end - len(chosen) > start)
+    chosen = items[start : start + page.limit]
+    return Page(chosen, start + len(chosen) < end)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mailbridge.services import email as emails
+from mailbridge.services.email._reports import BouncedAddress
 from mailbridge.storage.tables import Campaign
 from tests.integration.campaign_setup import SENDER, Campaigns
 from tests.integration.test_auth import assert_error
@@ -236,3 +238,105 @@ async def test_contacts_added_through_a_segment_id_join_its_audience_and_it(
         "/audiences/00000000-0000-4000-8000-000000000000/contacts", headers=shop.headers
     )
     assert_error(unknown, 404, "not_found")
+
+
+async def test_a_duplicate_is_a_new_draft_with_the_same_content_and_recipients(
+    shop_campaigns: Campaigns,
+) -> None:
+    shop = shop_campaigns
+    await shop.contacts("ann@corp.io")
+    broadcast_id = await create(shop)
+    sent = await shop.client.post(f"/broadcasts/{broadcast_id}/send", headers=shop.headers)
+    assert sent.status_code == 200, sent.text
+    await shop.run()
+
+    answer = await shop.client.post(f"/broadcasts/{broadcast_id}/duplicate", headers=shop.headers)
+    assert answer.status_code == 201, answer.text
+    copy_id = answer.json()["id"]
+    assert answer.json() == {"object": "broadcast", "id": copy_id} and copy_id != broadcast_id
+    original, copy = await get(shop, broadcast_id), await get(shop, copy_id)
+    assert copy["status"] == "draft" and copy["sent_at"] is None
+    assert copy["name"] == "November news (copy)"
+    same = ("from", "subject", "html", "text", "reply_to", "preview_text", "audience_id")
+    assert {k: copy[k] for k in same} == {k: original[k] for k in same}
+    sent = await shop.client.post(f"/broadcasts/{copy_id}/send", headers=shop.headers)
+    assert sent.status_code == 200, sent.text
+    await shop.run()
+    assert [email.to[0] for email in await shop.emails(copy_id)] == ["ann@corp.io"]
+
+    # Through /campaigns too; another team's, or an unknown id, is not found.
+    again = await shop.client.post(f"/campaigns/{broadcast_id}/duplicate", headers=shop.headers)
+    assert again.status_code == 201 and again.json()["status"] == "draft"
+    other = await shop.tenants.create()
+    for headers, path in (
+        (other.headers, f"/broadcasts/{broadcast_id}/duplicate"),
+        (shop.headers, "/broadcasts/nope/duplicate"),
+    ):
+        assert_error(await shop.client.post(path, headers=headers), 404, "not_found")
+
+
+async def test_recipients_by_event_and_the_links_clicked(shop_campaigns: Campaigns) -> None:
+    """Resend's `GET /broadcasts/:id/recipients?type=` and `/clicked-links`."""
+    shop = shop_campaigns
+    await shop.contacts("ann@corp.io", "bob@corp.io", "cy@corp.io")
+    broadcast_id = await create(shop)
+    assert (
+        await shop.client.post(f"/broadcasts/{broadcast_id}/send", headers=shop.headers)
+    ).is_success
+    await shop.run()
+    by_address = {email.to[0]: email for email in await shop.emails(broadcast_id)}
+    ann, bob, cy = (by_address[f"{name}@corp.io"] for name in ("ann", "bob", "cy"))
+    async with shop.context.database.session() as session:
+        for url in ("https://shop.io/deal", "https://shop.io/deal", "https://shop.io/faq"):
+            await emails.record_click(session, shop.clock, ann.id, url)
+        await emails.record_click(session, shop.clock, bob.id, "https://shop.io/deal")
+        await emails.record_bounce(
+            session, shop.clock, cy, [BouncedAddress("cy@corp.io", hard=False)]
+        )
+        await emails.unsubscribe(session, shop.clock, bob.id)
+        await session.commit()
+    base = f"/broadcasts/{broadcast_id}"
+
+    async def listed(query: str) -> Any:
+        answer = await shop.client.get(f"{base}/{query}", headers=shop.headers)
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    clicked = await listed("recipients?type=clicked")
+    assert clicked["object"] == "list" and clicked["has_more"] is False
+    rows = {row["email"]: row for row in clicked["data"]}
+    assert set(rows) == {"ann@corp.io", "bob@corp.io"}
+    assert rows["ann@corp.io"]["count"] == 3 and rows["ann@corp.io"]["contact_id"] == ann.contact_id
+    assert rows["ann@corp.io"]["clicked_links"] == [
+        {"url": "https://shop.io/deal", "clicks": 2}, {"url": "https://shop.io/faq", "clicks": 1},
+    ]  # fmt: skip
+    [only_ann] = (await listed("recipients?type=clicked&email=ANN@"))["data"]
+    assert only_ann["email"] == "ann@corp.io"
+    [bounced] = (await listed("recipients?type=bounced"))["data"]
+    assert (bounced["email"], bounced["bounce_type"]) == ("cy@corp.io", "transient")
+    assert (await listed("recipients?type=bounced&bounce_type=permanent"))["data"] == []
+    [unsubscribed] = (await listed("recipients?type=unsubscribed"))["data"]
+    assert unsubscribed["email"] == "bob@corp.io"
+    assert (await listed("recipients?type=complained"))["data"] == []
+    first = await listed("recipients?type=clicked&limit=1")
+    assert first["has_more"] is True
+    rest = await listed(f"recipients?type=clicked&after={first['data'][0]['id']}")
+    assert [r["id"] for r in first["data"] + rest["data"]] == [r["id"] for r in clicked["data"]]
+
+    links = await listed("clicked-links")
+    assert [(link["url"], link["clicks"], link["unique_clicks"]) for link in links["data"]] == [
+        ("https://shop.io/deal", 3, 2), ("https://shop.io/faq", 1, 1),
+    ]  # fmt: skip
+    page = await listed(f"clicked-links?limit=1&after={links['data'][0]['id']}")
+    assert [link["url"] for link in page["data"]] == ["https://shop.io/faq"]
+    assert (await listed("clicked-links"))["data"][0]["id"] == links["data"][0]["id"]
+
+    for query in (
+        "recipients", "recipients?type=read", "recipients?type=sent&bounce_type=permanent",
+        "recipients?type=bounced&bounce_type=hard", "clicked-links?after=nope",
+    ):  # fmt: skip
+        answer = await shop.client.get(f"{base}/{query}", headers=shop.headers)
+        assert answer.status_code == 422, (query, answer.text)
+    other = await shop.tenants.create()
+    answer = await shop.client.get(f"{base}/clicked-links", headers=other.headers)
+    assert_error(answer, 404, "not_found")

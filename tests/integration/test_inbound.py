@@ -154,6 +154,50 @@ async def test_a_received_message_is_listed_with_its_attachments_byte_identical(
     ]
 
 
+async def test_received_mail_in_resends_receiving_shape(inbox: Inbox) -> None:
+    """What Resend's SDKs read: `object: "email"`, bcc, reply_to, received_for, the
+    attachments on list items too, `raw.download_url`, one attachment by id."""
+    message = letter(reply_to="Ann's desk <desk@corp.io>", bcc="Boss <boss@shop.io>")
+    message.add_attachment(b"%PDF-1.4", maintype="application", subtype="pdf", filename="a.pdf")
+    await inbox.deliver(message.as_bytes(), "hello@shop.io")  # as bytes: a Bcc line kept
+    [item] = (await inbox.client.get("/emails/receiving")).json()["data"]
+    assert item["object"] == "email"
+    assert item["reply_to"] == ["Ann's desk <desk@corp.io>"]
+    assert item["bcc"] == ["Boss <boss@shop.io>"] and item["received_for"] == ["hello@shop.io"]
+    [listed_attachment] = item["attachments"]
+    assert listed_attachment == {
+        "id": listed_attachment["id"], "filename": "a.pdf", "content_type": "application/pdf",
+        "content_id": None, "content_disposition": "attachment", "size": 8,
+    }  # fmt: skip
+    found = (await inbox.client.get(f"/emails/receiving/{item['id']}")).json()
+    assert found["object"] == "email" and found["received_for"] == ["hello@shop.io"]
+    assert found["raw"] == {
+        "download_url": found["raw_url"],
+        "expires_at": found["raw_url_expires_at"],
+    }
+    raw = await inbox.client.get(
+        found["raw"]["download_url"].removeprefix(inbox.context.settings.public_url),
+        headers={"Authorization": ""},
+    )
+    assert raw.status_code == 200 and b"Subject: A question" in raw.content
+
+    path = f"/emails/receiving/{item['id']}/attachments/{listed_attachment['id']}"
+    single = (await inbox.client.get(path, params={"content": "true"})).json()
+    assert single["object"] == "attachment" and base64.b64decode(single["content"]) == b"%PDF-1.4"
+    assert "content" not in (await inbox.client.get(path)).json()
+
+    await inbox.deliver(letter(), "hello@shop.io")  # no Reply-To, no Bcc, no attachment
+    newest = (await inbox.client.get("/emails/receiving")).json()["data"][0]
+    assert (newest["reply_to"], newest["bcc"], newest["attachments"]) == (None, None, [])
+    other = await Tenants(inbox.context).create()
+    assert_error(await inbox.client.get(path, headers=other.headers), 404, "not_found")
+    for odd in ("nope", new_id()):
+        odd_path = f"/emails/receiving/{item['id']}/attachments/{odd}"
+        assert_error(await inbox.client.get(odd_path), 404, "not_found")
+    elsewhere = f"/emails/receiving/{newest['id']}/attachments/{listed_attachment['id']}"
+    assert_error(await inbox.client.get(elsewhere), 404, "not_found")
+
+
 async def test_an_attachment_whose_own_blob_is_lost_or_short_is_read_from_its_message(
     inbox: Inbox,
 ) -> None:

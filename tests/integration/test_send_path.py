@@ -136,3 +136,60 @@ async def test_the_shortcut_keeps_the_callers_rights_and_the_request_log(
     logs = (await sending.client.get("/logs", headers=sending.tenant.headers)).json()["data"]
     sends = [log for log in logs if log["endpoint"] == "/emails"]
     assert [log["response_status"] for log in sends] == [400, 200, 200, 403]  # newest first
+
+
+async def test_a_permissive_batch_sends_the_good_emails_and_names_the_others(
+    sending: Sending, route_calls: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Resend's `x-batch-validation: permissive`, by the shortcut and by the route alike:
+    the emails that pass are sent, each other one is named by its index and why."""
+    items = [
+        email(),
+        email(to=["nope"]),  # refused by the request model
+        email(**{"from": "news@unknown.io"}),  # refused by the service: not our domain
+        email(to=["carl@corp.io"]),
+    ]
+    permissive = {**sending.tenant.headers, "x-batch-validation": "permissive"}
+    short = await sending.client.post("/emails/batch", json=items, headers=permissive)
+    with monkeypatch.context() as patched:
+        patched.setattr(SendPath, "__call__", _step_over)
+        routed = await sending.client.post("/emails/batch", json=items, headers=permissive)
+    assert route_calls == ["route"]
+    for response in (short, routed):
+        assert response.status_code == 200, response.text
+        answer = response.json()
+        assert len(answer["data"]) == 2
+        assert [error["index"] for error in answer["errors"]] == [1, 2]
+        assert "to" in answer["errors"][0]["message"]
+        assert "unknown.io" in answer["errors"][1]["message"]
+    stored = await sending.emails()
+    assert sorted(e.id for e in stored) == sorted(
+        item["id"] for response in (short, routed) for item in response.json()["data"]
+    )
+
+    # Nothing good: 200, nothing sent, every email named.
+    none = await sending.client.post("/emails/batch", json=[email(to=["nope"])], headers=permissive)
+    assert none.status_code == 200 and none.json()["data"] == []
+    assert [error["index"] for error in none.json()["errors"]] == [0]
+    assert len(await sending.emails()) == 4
+
+    # Strict (the default, or said so) refuses the whole batch; another mode is a 422.
+    for mode in (None, "strict", "STRICT"):
+        headers = dict(sending.tenant.headers)
+        if mode is not None:
+            headers["x-batch-validation"] = mode
+        strict = await sending.client.post("/emails/batch", json=items, headers=headers)
+        assert strict.status_code == 422 and "emails[1]" in strict.json()["message"]
+    odd = {**sending.tenant.headers, "x-batch-validation": "lenient"}
+    assert_error(await sending.client.post("/emails/batch", json=items, headers=odd), 422,
+                 "validation_error")  # fmt: skip
+    assert len(await sending.emails()) == 4
+
+    # The mode is part of what an idempotency key promises.
+    keyed = {**permissive, "Idempotency-Key": "batch-1"}
+    first = await sending.client.post("/emails/batch", json=items, headers=keyed)
+    again = await sending.client.post("/emails/batch", json=items, headers=keyed)
+    assert first.json() == again.json() and len(first.json()["errors"]) == 2
+    strict_keyed = {**sending.tenant.headers, "Idempotency-Key": "batch-1"}
+    reused = await sending.client.post("/emails/batch", json=items, headers=strict_keyed)
+    assert_error(reused, 409, "invalid_idempotent_request")

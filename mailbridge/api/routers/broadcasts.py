@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body
+from fastapi import APIRouter, Body, Query
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from pydantic.config import JsonDict
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -178,3 +178,42 @@ async def cancel_broadcast(
 ) -> dict[str, Any]:
     campaign = await campaigns.cancel_campaign(session, context, principal.team_id, broadcast_id)
     return {"object": "broadcast", "id": campaign.id}
+
+
+@router.post("/broadcasts/{broadcast_id}/duplicate", status_code=201)
+async def duplicate_broadcast(
+    broadcast_id: str, principal: Writer, session: SessionDep, context: ContextDep
+) -> dict[str, Any]:
+    """A new draft with the broadcast's content and recipients (Resend's `duplicate`)."""
+    campaign = await campaigns.duplicate_campaign(
+        session, context.clock, principal.team_id, broadcast_id
+    )
+    return {"object": "broadcast", "id": campaign.id}
+
+
+@router.get("/broadcasts/{broadcast_id}/recipients")
+async def broadcast_recipients(
+    broadcast_id: str, principal: Reader, session: SessionDep, page: PageDep,
+    type: Annotated[str, Query(json_schema_extra={"enum": list(campaigns.RECIPIENT_EVENTS)})],
+    email: Annotated[str | None, Query(max_length=320)] = None,
+    bounce_type: Annotated[
+        str | None, Query(json_schema_extra={"enum": list(campaigns.BOUNCE_TYPES)})
+    ] = None,
+) -> dict[str, Any]:  # fmt: skip
+    """The recipients that reached an event (`type`), newest first, each with a count."""
+    campaign = await campaigns.get_campaign(session, principal.team_id, broadcast_id)
+    found = await campaigns.campaign_recipients(
+        session, campaign, type, page, address=email, bounce_type=bounce_type
+    )
+    return list_body(found, campaigns.recipient_view)
+
+
+@router.get("/broadcasts/{broadcast_id}/clicked-links")
+async def broadcast_clicked_links(
+    broadcast_id: str, principal: Reader, session: SessionDep, page: PageDep
+) -> dict[str, Any]:
+    """The links clicked in the broadcast's emails, most clicked first."""
+    campaign = await campaigns.get_campaign(session, principal.team_id, broadcast_id)
+    return list_body(
+        await campaigns.clicked_links(session, campaign, page), campaigns.clicked_link_view
+    )

@@ -79,6 +79,17 @@ async def cancel_campaign(
     return {"object": "campaign", "id": campaign.id, "status": campaign.status}
 
 
+@router.post("/campaigns/{campaign_id}/duplicate", status_code=201)
+async def duplicate_campaign(
+    campaign_id: str, principal: Writer, session: SessionDep, context: ContextDep
+) -> dict[str, Any]:
+    """A new draft with the campaign's content and recipients, named "<name> (copy)"."""
+    campaign = await campaigns.duplicate_campaign(
+        session, context.clock, principal.team_id, campaign_id
+    )
+    return campaigns.campaign_view(campaign)
+
+
 @router.get("/campaigns/{campaign_id}/ab")
 async def campaign_ab(campaign_id: str, principal: Reader, session: SessionDep) -> dict[str, Any]:
     return await campaigns.campaign_ab(session, principal.team_id, campaign_id)

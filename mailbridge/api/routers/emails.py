@@ -24,6 +24,17 @@ IDEMPOTENCY_KEY_DOC: dict[str, Any] = {
          "schema": {"type": "string", "minLength": 1, "maxLength": 255}},
     ]
 }  # fmt: skip
+# Resend's `x-batch-validation: permissive` is told in prose, not as a parameter: OpenAPI
+# cannot make the body's schema depend on a header, and with it the items that break
+# the schema are answered 200 in `errors` (docs/decisions.md, "Permissive batches").
+BATCH_DOC: dict[str, Any] = {
+    **IDEMPOTENCY_KEY_DOC,
+    "description": (
+        "Up to 100 emails. With the header `x-batch-validation: permissive` the emails "
+        "that pass are sent and the others are answered in `errors: [{index, message}]` "
+        "(200), whatever they hold; `strict`, the default, refuses the batch (422)."
+    ),
+}
 
 
 # One to 100 emails (the service's own check, in its words).
@@ -46,7 +57,7 @@ async def send_email(
     return await _send(request, principal, payload, batch=False)
 
 
-@router.post("/emails/batch", openapi_extra=IDEMPOTENCY_KEY_DOC | json_body(Batch))
+@router.post("/emails/batch", openapi_extra=BATCH_DOC | json_body(Batch))
 async def send_batch(
     payload: Annotated[Any, Body()], request: Request, principal: Sender
 ) -> Response:
@@ -57,6 +68,7 @@ async def _send(request: Request, principal: Principal, payload: Any, *, batch: 
     answer = await answer_send(
         request.app.state.context, request.app.state.email_writer, principal, payload,
         batch=batch, idempotency_key=request.headers.get("idempotency-key"),
+        validation=request.headers.get("x-batch-validation"),
     )  # fmt: skip
     return answer_response(answer)
 

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query, Response
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.api.deps import ContextDep, CursorQuery, Reader, SessionDep
 from mailbridge.errors import NotFound
@@ -13,6 +14,7 @@ from mailbridge.mail.signed_links import RECEIVED_ATTACHMENT, RECEIVED_RAW, read
 from mailbridge.services import inbound
 from mailbridge.services.kernel import ServiceContext, instance_secret
 from mailbridge.storage.pagination import MAX_LIMIT, PageRequest
+from mailbridge.storage.tables import ReceivedAttachment
 from mailbridge.wire import declared
 
 router = APIRouter(tags=["receiving"])
@@ -46,10 +48,11 @@ async def list_received(
     principal: Reader, session: SessionDep, page: ReceivedPageDep
 ) -> dict[str, Any]:
     found = await inbound.list_received(session, principal.team_id, page)
+    attachments = await inbound.attachments_of_many(session, [row.id for row in found.items])
     return {
         "object": "list",
         "has_more": found.has_more,
-        "data": [inbound.received_summary(row) for row in found.items],
+        "data": [inbound.received_summary(row, attachments.get(row.id, [])) for row in found.items],
     }
 
 
@@ -70,14 +73,28 @@ async def list_received_attachments(
     with_content = inbound.check_flag(content, "content")
     found = await inbound.list_attachments(session, principal.team_id, received_id, page)
     links = await _links(context)
-    data = []
-    for item in found.items:
-        body = (
-            await inbound.attachment_content(session, context.settings.data_dir, item)
-            if with_content else None
-        )  # fmt: skip
-        data.append(inbound.attachment_view(item, links, body))
+    data = [await _attachment(session, context, item, links, with_content) for item in found.items]
     return {"object": "list", "has_more": found.has_more, "data": data}
+
+
+@router.get("/emails/receiving/{received_id}/attachments/{attachment_id}")
+async def get_received_attachment(
+    received_id: str, attachment_id: str, principal: Reader, session: SessionDep,
+    context: ContextDep, content: FlagQuery = None,
+) -> dict[str, Any]:  # fmt: skip
+    with_content = inbound.check_flag(content, "content")
+    item = await inbound.get_attachment(session, principal.team_id, received_id, attachment_id)
+    return await _attachment(session, context, item, await _links(context), with_content)
+
+
+async def _attachment(
+    session: AsyncSession, context: ServiceContext, item: ReceivedAttachment,
+    links: inbound.Links, with_content: bool,
+) -> dict[str, Any]:  # fmt: skip
+    """An attachment's view; with ``with_content``, its bytes too (base64)."""
+    root = context.settings.data_dir
+    body = await inbound.attachment_content(session, root, item) if with_content else None
+    return inbound.attachment_view(item, links, body)
 
 
 async def _token(context: ServiceContext, purpose: str, token: str) -> str:

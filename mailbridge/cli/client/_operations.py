@@ -253,6 +253,8 @@ GROUPS: dict[str, tuple[str, list[Op]]] = {
         _g('cancel', 'POST', '/campaigns/{campaign_id}/cancel', 'Cancel a scheduled one.',
             destructive=True),
         _g('ab', 'GET', '/campaigns/{campaign_id}/ab', "An A/B test's results."),
+        _g('duplicate', 'POST', '/campaigns/{campaign_id}/duplicate',
+            'A new draft with the same content and recipients.'),
     ]),
     'broadcasts': ("Broadcasts (Resend's name for campaigns).", [
         _g('create', 'POST', '/broadcasts', 'Create a broadcast.', body=True),
@@ -265,6 +267,13 @@ GROUPS: dict[str, tuple[str, list[Op]]] = {
             fields={'scheduled-at': Field('scheduled_at')}, idempotent=True),
         _g('cancel', 'POST', '/broadcasts/{broadcast_id}/cancel', 'Cancel a scheduled one.',
             destructive=True),
+        _g('duplicate', 'POST', '/broadcasts/{broadcast_id}/duplicate',
+            'A new draft with the same content and recipients.'),
+        _g('recipients', 'GET', '/broadcasts/{broadcast_id}/recipients',
+            'Recipients that reached an event (--type).',
+            query=('type', 'email', 'bounce_type', *PAGE)),
+        _g('clicked-links', 'GET', '/broadcasts/{broadcast_id}/clicked-links',
+            'Links clicked, most first.', query=PAGE),
     ]),
     'events': ('Event definitions, and sending events.', [
         _g('create', 'POST', '/events', 'Define an event.', body=True, fields=NAMED),
@@ -283,6 +292,8 @@ GROUPS: dict[str, tuple[str, list[Op]]] = {
         _g('get', 'GET', '/emails/receiving/{received_id}', 'One received email.'),
         _g('attachments', 'GET', '/emails/receiving/{received_id}/attachments',
             "A received email's attachments.", query=(*PAGE, 'content')),
+        _g('attachment', 'GET', '/emails/receiving/{received_id}/attachments/{attachment_id}',
+            'One attachment of a received email.', query=('content',)),
     ]),
     'suppressions': ('Addresses mail is not sent to.', [
         _g('list', 'GET', '/suppressions', 'List suppressions.', query=('origin', *PAGE)),
@@ -317,6 +328,9 @@ GROUPS: dict[str, tuple[str, list[Op]]] = {
             'Deliver an event again.'),
         _g('rotate-secret', 'POST', '/webhooks/{webhook_id}/signing-secret/rotate',
             'A new signing secret (shown once); the old one signs too for 24 hours.'),
+    ]),
+    'usage': ("The team's use of its plan.", [
+        _g('get', 'GET', '/usage', 'Emails, runs and domains used, and the caps.'),
     ]),
     'api-keys': ('API keys.', [
         _g('list', 'GET', '/api-keys', 'List keys (never their secrets).', query=PAGE),

@@ -210,6 +210,34 @@ async def update_campaign(
     return campaign
 
 
+COPY_SUFFIX = " (copy)"
+MAX_NAME_LENGTH = 200  # the column's, as CampaignFields takes it
+_AUTHORED = (
+    "from_address", "subject", "html", "text", "template_id", "variables", "reply_to",
+    "preview_text", "audience_id", "segment_id", "topic_id", "recurrence",
+    "batch_size_per_day", "ab",
+)  # fmt: skip
+
+
+async def duplicate_campaign(
+    session: AsyncSession, clock: Clock, team_id: str, campaign_id: str
+) -> Campaign:
+    """A new draft with what the campaign was authored with (any status), named
+    "<name> (copy)"; its references are checked again, as a create checks them."""
+    source = await get_campaign(session, team_id, campaign_id)
+    now = clock.now()
+    copy = Campaign(
+        team_id=team_id, status="draft", recipients=0, created_at=now, updated_at=now,
+        **{name: getattr(source, name) for name in _AUTHORED},
+    )  # fmt: skip
+    if source.name is not None:
+        copy.name = source.name[: MAX_NAME_LENGTH - len(COPY_SUFFIX)] + COPY_SUFFIX
+    await _check_references(session, team_id, copy)
+    session.add(copy)
+    await session.commit()
+    return copy
+
+
 async def delete_campaign(session: AsyncSession, team_id: str, campaign_id: str) -> Campaign:
     campaign = await get_campaign(session, team_id, campaign_id)
     if campaign.status not in ("draft", *FINISHED):

@@ -44,6 +44,7 @@ from mailbridge.services.email._reports import (
 from mailbridge.services.email._requests import SendEmailRequest, single_lines, texts
 from mailbridge.services.email._sending import (
     MAX_SEND_BATCH,
+    Refused,
     SendAnswer,
     cancel_email,
     reschedule_email,
@@ -59,6 +60,7 @@ __all__ = [
     "BouncedAddress",
     "EmailFilters",
     "EmailWriter",
+    "Refused",
     "SendAnswer",
     "SendEmailRequest",
     "SendJob",

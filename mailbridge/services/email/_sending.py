@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlalchemy import or_, select, update
@@ -55,26 +56,48 @@ class _SessionOnFirstUse:
             await self._session.close()
 
 
+@dataclass(frozen=True)
+class Refused:
+    """An email of a permissive batch that is not sent, and why."""
+
+    index: int
+    message: str
+
+    def view(self) -> dict[str, Any]:
+        return {"index": self.index, "message": self.message}
+
+
 async def _prepare_all(
-    context: ServiceContext, principal: Principal, bodies: Sequence[SendEmailRequest], batch: bool
-) -> list[PreparedEmail]:
+    context: ServiceContext,
+    principal: Principal,
+    bodies: Sequence[SendEmailRequest | Refused],
+    batch: bool,
+    permissive: bool,
+) -> tuple[list[PreparedEmail], list[Refused]]:
+    """The emails prepared; with ``permissive``, the others refused one by one instead
+    of the first refusal failing the batch."""
     now = context.clock.now()
-    prepared = []
+    prepared, refused = [], []
     reader = _SessionOnFirstUse(context.database)
     session = cast(AsyncSession, reader)
     try:
         for index, body in enumerate(bodies):
+            if isinstance(body, Refused):
+                refused.append(body)
+                continue
             label = f"emails[{index}]: " if batch else ""
             try:
                 prepared.append(
                     await prepare_email(session, context, principal, body, now, label=label)
                 )
             except ApiError as problem:
-                problem.message = label + problem.message
-                raise
+                if not permissive:
+                    problem.message = label + problem.message
+                    raise
+                refused.append(Refused(index, problem.message))
     finally:
         await reader.close()
-    return prepared
+    return prepared, refused
 
 
 async def _send_batch(
@@ -83,13 +106,23 @@ async def _send_batch(
     principal: Principal,
     prepared: list[PreparedEmail],
     reservation: idempotency.Reservation | None,
+    errors: list[dict[str, Any]] | None = None,
 ) -> SendAnswer:
     """Store the batch in chunks, stopping with ``batch_incomplete`` when time runs out."""
     started = time.monotonic()
+    body: dict[str, Any] = {"data": [{"id": p.id} for p in prepared]}
+    if errors is not None:
+        body["errors"] = errors
+    complete = SendAnswer(200, body, {})
+    if not prepared:  # a permissive batch with no good email: nothing to store but this
+        if reservation is not None:
+            async with context.database.session() as session:
+                await idempotency.complete(session, reservation, complete)
+                await session.commit()
+        return complete
     async with context.database.session() as session:
         ledger = await QuotaLedger.load(session, context.clock.now(), [principal.team_id])
     ledger.check(principal.team_id, sum(p.charged_recipients for p in prepared))
-    complete = SendAnswer(200, {"data": [{"id": p.id} for p in prepared]}, {})
     chunks = [prepared[i : i + BATCH_CHUNK] for i in range(0, len(prepared), BATCH_CHUNK)]
     sent: list[str] = []
     for number, chunk in enumerate(chunks):
@@ -125,13 +158,15 @@ async def send_email(
     context: ServiceContext,
     writer: EmailWriter,
     principal: Principal,
-    bodies: Sequence[SendEmailRequest],
+    bodies: Sequence[SendEmailRequest | Refused],
     *,
     batch: bool,
     idempotency_key: str | None,
     payload: Any,
+    permissive: bool = False,
 ) -> SendAnswer:
-    """POST /emails (``batch`` False, one body) and POST /emails/batch."""
+    """POST /emails (``batch`` False, one body) and POST /emails/batch; a permissive
+    batch sends its good emails and answers the others in ``errors``."""
     key = idempotency.check_key(idempotency_key)
     if batch and not 1 <= len(bodies) <= MAX_SEND_BATCH:
         raise ValidationError(f"A batch holds 1 to {MAX_SEND_BATCH} emails.")
@@ -140,15 +175,16 @@ async def send_email(
         endpoint = "emails/batch" if batch else "emails"
         found = await idempotency.begin(
             context.database, context.clock, principal.team_id, key, endpoint,
-            idempotency.fingerprint(endpoint, payload),
+            idempotency.fingerprint(endpoint + (" permissive" if permissive else ""), payload),
         )  # fmt: skip
         if isinstance(found, idempotency.StoredAnswer):
             return found
         reservation = found
     try:
-        prepared = await _prepare_all(context, principal, bodies, batch)
+        prepared, refused = await _prepare_all(context, principal, bodies, batch, permissive)
         if batch:
-            return await _send_batch(context, writer, principal, prepared, reservation)
+            errors = [item.view() for item in refused] if permissive else None
+            return await _send_batch(context, writer, principal, prepared, reservation, errors)
         answer = SendAnswer(200, {"id": prepared[0].id}, {})
         await writer.submit(SendJob(principal.team_id, prepared, reservation, answer))
         return answer

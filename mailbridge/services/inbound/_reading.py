@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from email.utils import formataddr, getaddresses
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,7 @@ from mailbridge.mail.signed_links import RECEIVED_ATTACHMENT, RECEIVED_RAW, rece
 from mailbridge.services.inbound._blobs import cache_blobs, read_blob, read_verified, stage_blob
 from mailbridge.services.inbound._parse_worker import read_bounded
 from mailbridge.storage.pagination import Page, PageRequest, paginate
-from mailbridge.storage.queries import get_owned
+from mailbridge.storage.queries import get_owned, is_uuid
 from mailbridge.storage.tables import ReceivedAttachment, ReceivedEmail
 
 UNPAGED_LIMIT = 1000
@@ -53,18 +55,34 @@ class Links:
         return url, isoformat_ms(expires_at)
 
 
-def received_summary(row: ReceivedEmail) -> dict[str, Any]:
+def _addresses(headers: dict[str, Any], name: str) -> list[str] | None:
+    """The addresses of a header as received (``Name <a@b>`` or ``a@b``); None if absent."""
+    value = headers.get(name)
+    if value is None:
+        return None
+    values = [str(item) for item in value] if isinstance(value, list) else [str(value)]
+    return [formataddr(pair) if pair[0] else pair[1] for pair in getaddresses(values) if pair[1]]
+
+
+def received_summary(
+    row: ReceivedEmail, attachments: Sequence[ReceivedAttachment] = ()
+) -> dict[str, Any]:
+    """A list item, in Resend's receiving shape (``object: "email"``) and ours."""
     return {
-        "object": "received_email",
+        "object": "email",
         "id": row.id,
         "from": row.from_address,
         "to": row.to,
         "cc": row.cc,
+        "bcc": _addresses(row.headers or {}, "bcc"),
+        "reply_to": _addresses(row.headers or {}, "reply-to"),
+        "received_for": [row.recipient] if row.recipient else list(row.envelope_to),
         "subject": row.subject,
         "message_id": row.message_id,
         "kind": row.kind,
         "email_id": row.email_id,
         "created_at": isoformat_ms(row.created_at),
+        "attachments": [attachment_summary(item) for item in attachments],
     }
 
 
@@ -87,9 +105,21 @@ def received_view(
         "size": row.size,
         "parse_error": row.parse_error,
         "unmatched_reason": row.unmatched_reason,
+        "raw": {"download_url": raw_url, "expires_at": expires},  # Resend's SDKs read this
         "raw_url": raw_url,
         "raw_url_expires_at": expires,
         "attachments": [attachment_view(item, links) for item in attachments],
+    }
+
+
+def attachment_summary(item: ReceivedAttachment) -> dict[str, Any]:
+    return {
+        "id": item.id,
+        "filename": item.filename,
+        "content_type": item.content_type,
+        "content_id": item.content_id,
+        "content_disposition": "inline" if item.content_id else "attachment",
+        "size": item.size,
     }
 
 
@@ -99,12 +129,7 @@ def attachment_view(
     url, expires = links.url(RECEIVED_ATTACHMENT, item.id)
     view: dict[str, Any] = {
         "object": "attachment",
-        "id": item.id,
-        "filename": item.filename,
-        "content_type": item.content_type,
-        "content_id": item.content_id,
-        "content_disposition": "inline" if item.content_id else "attachment",
-        "size": item.size,
+        **attachment_summary(item),
         "checksum": item.checksum,
         "download_url": url,
         "expires_at": expires,
@@ -132,6 +157,32 @@ async def attachments_of(session: AsyncSession, received_id: str) -> list[Receiv
         .order_by(ReceivedAttachment.position)
     )
     return list(rows.all())
+
+
+async def attachments_of_many(
+    session: AsyncSession, received_ids: Sequence[str]
+) -> dict[str, list[ReceivedAttachment]]:
+    """The attachments of each of ``received_ids`` (one query for a list page)."""
+    found: dict[str, list[ReceivedAttachment]] = {}
+    if received_ids:
+        rows = await session.scalars(
+            select(ReceivedAttachment)
+            .where(ReceivedAttachment.received_email_id.in_(list(received_ids)))
+            .order_by(ReceivedAttachment.received_email_id, ReceivedAttachment.position)
+        )
+        for row in rows:
+            found.setdefault(row.received_email_id, []).append(row)
+    return found
+
+
+async def get_attachment(
+    session: AsyncSession, team_id: str, received_id: str, attachment_id: str
+) -> ReceivedAttachment:
+    await get_received(session, team_id, received_id)
+    item = await session.get(ReceivedAttachment, attachment_id) if is_uuid(attachment_id) else None
+    if item is None or item.received_email_id != received_id:
+        raise NotFound("Attachment not found.")
+    return item
 
 
 async def list_attachments(

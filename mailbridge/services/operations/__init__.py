@@ -2,7 +2,8 @@
 
 ``/health`` and ``/ready`` (``health_report``, ``readiness``), the process's Prometheus
 counters and the hooks that move them, the gauges read from the database at scrape
-time (``database_metrics``), and a team's overview for the dashboard's first page.
+time (``database_metrics``), a team's overview for the dashboard's first page, and its
+use of its plan (``team_usage``, ``GET /usage``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from mailbridge.services.operations._metrics import (
 )
 from mailbridge.services.operations._metrics_scrape import database_metrics
 from mailbridge.services.operations._overview import team_overview
+from mailbridge.services.operations._usage import team_usage
 
 __all__ = [
     "database_metrics",
@@ -31,5 +33,6 @@ __all__ = [
     "process_metrics",
     "readiness",
     "team_overview",
+    "team_usage",
     "webhook_attempted",
 ]

@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import NotFound, ValidationError
 from mailbridge.services.webhooks._deliveries import replay_delivery
-from mailbridge.storage.pagination import Page, PageRequest, paginate
+from mailbridge.storage.pagination import Page, PageRequest, page_in_memory, paginate
 from mailbridge.storage.queries import is_uuid
 from mailbridge.storage.tables import Webhook, WebhookDelivery
 
@@ -131,20 +131,7 @@ def attempts_of(event: WebhookEvent) -> list[Attempt]:
 
 def page_of_attempts(attempts: list[Attempt], page: PageRequest) -> Page[Attempt]:
     """A page of ``attempts`` (newest first, at most 8 a delivery: read whole)."""
-    start, end = 0, len(attempts)
-    if page.cursor is not None:
-        at = next((i for i, attempt in enumerate(attempts) if attempt.id == page.cursor), None)
-        if at is None:
-            raise ValidationError(f"Invalid cursor `{page.cursor}`: no such object in this list.")
-        if page.after is not None:
-            start = at + 1
-        else:
-            end = at
-    if page.before is not None:
-        chosen = attempts[max(start, end - page.limit) : end]
-        return Page(chosen, end - len(chosen) > start)
-    chosen = attempts[start : start + page.limit]
-    return Page(chosen, start + len(chosen) < end)
+    return page_in_memory(attempts, page, lambda attempt: attempt.id)
 
 
 async def replay_event(
