@@ -47,12 +47,6 @@ class Recipient:
     clicked_links: Sequence[tuple[str, int]] = ()
 
 
-def _bounce_kind(data: Any) -> str:
-    bounce = data.get("bounce") if isinstance(data, dict) else None
-    kind = bounce.get("type") if isinstance(bounce, dict) else None
-    return "transient" if kind == "soft" else "permanent"
-
-
 def _json_text(*path: str) -> ColumnElement[str]:
     """The text at ``path`` in an event's data (JSON), as both databases read it."""
     column: Any = EmailEvent.data
@@ -62,7 +56,13 @@ def _json_text(*path: str) -> ColumnElement[str]:
     return text
 
 
+def _bounce_type(kind: str | None) -> str:
+    """A bounce report's kind (``bounce.type``) in Resend's words."""
+    return "transient" if kind == "soft" else "permanent"
+
+
 def _bounce_condition(bounce_type: str) -> ColumnElement[bool]:
+    """The SQL of :func:`_bounce_type` ``== bounce_type``."""
     kind = _json_text("bounce", "type")
     if bounce_type == "permanent":
         return or_(kind.is_(None), kind != "soft")
@@ -134,11 +134,11 @@ async def _recipients(
         counts = {email_id: int(count) for email_id, count in rows.tuples()}
     if ids and event == "bounced":
         bounced = await session.execute(
-            select(EmailEvent.email_id, EmailEvent.data)
+            select(EmailEvent.email_id, _json_text("bounce", "type"))
             .where(EmailEvent.email_id.in_(ids), EmailEvent.type == "bounced")
             .order_by(EmailEvent.created_at, EmailEvent.id)
         )
-        bounces = {email_id: _bounce_kind(data) for email_id, data in bounced.tuples()}
+        bounces = {email_id: _bounce_type(kind) for email_id, kind in bounced.tuples()}
     if ids and event == "clicked":
         link = _json_text("click", "link")
         clicked = await session.execute(

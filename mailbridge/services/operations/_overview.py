@@ -51,15 +51,21 @@ async def _statuses_since(session: AsyncSession, team_id: str, since: datetime) 
     return {status: int(count) for status, count in rows.tuples()}
 
 
-async def _quota_used(session: AsyncSession, team_id: str, since: datetime) -> int:
-    """As the quota counts: every hourly bucket that overlaps the window."""
-    since = since.replace(minute=0, second=0, microsecond=0)
-    used = await session.scalar(
-        select(func.coalesce(func.sum(QuotaUsage.count), 0)).where(
-            QuotaUsage.team_id == team_id, QuotaUsage.bucket_start >= since
-        )
-    )
-    return int(used or 0)
+def hour_of(instant: datetime) -> datetime:
+    """The hourly quota bucket ``instant`` falls in."""
+    return instant.replace(minute=0, second=0, microsecond=0)
+
+
+async def quota_window(
+    session: AsyncSession, team_id: str, since: datetime
+) -> tuple[int, datetime | None]:
+    """As the quota counts: the sum of every hourly bucket that overlaps the window, and
+    the oldest of them (None when the window holds none)."""
+    query = select(
+        func.coalesce(func.sum(QuotaUsage.count), 0), func.min(QuotaUsage.bucket_start)
+    ).where(QuotaUsage.team_id == team_id, QuotaUsage.bucket_start >= hour_of(since))
+    used, oldest = (await session.execute(query)).one()
+    return int(used or 0), oldest
 
 
 async def team_overview(session: AsyncSession, clock: Clock, team_id: str) -> Overview:
@@ -73,9 +79,9 @@ async def team_overview(session: AsyncSession, clock: Clock, team_id: str) -> Ov
         plan=plan_name,
         sent_today=sum(today.values()),
         by_status_today=today,
-        quota_day_used=await _quota_used(session, team_id, now - DAY),
+        quota_day_used=(await quota_window(session, team_id, now - DAY))[0],
         quota_day_limit=plan.daily_emails,
-        quota_month_used=await _quota_used(session, team_id, now - MONTH),
+        quota_month_used=(await quota_window(session, team_id, now - MONTH))[0],
         quota_month_limit=plan.monthly_emails,
         handed_over_month=handed_over,
         bounce_rate=month.get("bounced", 0) / handed_over if handed_over else None,

@@ -22,24 +22,18 @@ from mailbridge.clock import isoformat_ms
 from mailbridge.config import Settings
 from mailbridge.services.accounts import plan_named
 from mailbridge.services.domains import sending_domain_names
+from mailbridge.services.operations._overview import DAY, MONTH, hour_of, quota_window
 from mailbridge.storage.tables import (
     AutomationRun,
     Campaign,
     Contact,
     Email,
-    QuotaUsage,
     ReceivedEmail,
     Segment,
     Team,
 )
 
-DAY = timedelta(hours=24)
-MONTH = timedelta(days=30)
 HOUR = timedelta(hours=1)
-
-
-def _hour(instant: datetime) -> datetime:
-    return instant.replace(minute=0, second=0, microsecond=0)
 
 
 async def _count(session: AsyncSession, query: Any) -> int:
@@ -49,19 +43,14 @@ async def _count(session: AsyncSession, query: Any) -> int:
 async def _window(
     session: AsyncSession, team_id: str, now: datetime, length: timedelta
 ) -> dict[str, Any]:
-    since = _hour(now - length)
-    buckets = await session.execute(
-        select(func.coalesce(func.sum(QuotaUsage.count), 0), func.min(QuotaUsage.bucket_start))
-        .where(QuotaUsage.team_id == team_id, QuotaUsage.bucket_start >= since)
-    )  # fmt: skip
-    used, oldest = buckets.one()
+    used, oldest = await quota_window(session, team_id, now - length)
     sent = select(func.count()).where(Email.team_id == team_id, Email.sent_at >= now - length)
     received = select(func.count()).where(
         ReceivedEmail.team_id == team_id, ReceivedEmail.created_at >= now - length
     )
-    leaves = (oldest if oldest is not None else _hour(now)) + length + HOUR
+    leaves = (oldest if oldest is not None else hour_of(now)) + length + HOUR
     return {
-        "used": int(used or 0),
+        "used": used,
         "sent": await _count(session, sent),
         "received": await _count(session, received),
         "resets_at": isoformat_ms(leaves),
