@@ -42,7 +42,9 @@ _SECRET_PARAMETER = (
 SECRET_TEXT: Final = re.compile(
     # mb_ (API keys), mbs_ (member sessions), whsec_ (webhook signing secrets): not after
     # a letter or digit ("thumb_nail" stays), glued to anything else ("x_mb_…") masked
-    r"(?P<kind>(?<![A-Za-z0-9])(?:mbs?|whsec)_)[A-Za-z0-9_\-]+"
+    r"(?P<kind>(?<![A-Za-z0-9])(?:mbs?)_)[A-Za-z0-9_\-]+"
+    # a signing secret is standard base64 (+ / =), percent-encoded too in a query
+    r"|(?P<whsec>(?<![A-Za-z0-9])whsec_)(?:[A-Za-z0-9_\-+/=]|%2[BbFf]|%3[Dd])+"
     # capability links: an invitation, the signed /t/<kind>/ links, poll votes
     r"|(?P<link>/dashboard/invitations/|/t/[a-z]{1,3}/|/polls/vote/)[^?#\s\"'<>\\]+"
     # secret-named query parameters

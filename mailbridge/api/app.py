@@ -49,7 +49,7 @@ from mailbridge.api.routers import (
     usage,
     webhooks,
 )
-from mailbridge.api.security_headers import SecurityHeaders
+from mailbridge.api.security_headers import PUBLIC_PAGE, SecurityHeaders
 from mailbridge.api.send_path import SendPath
 from mailbridge.config import Settings
 from mailbridge.runner import Runner
@@ -188,6 +188,9 @@ def create_app(
     app.add_middleware(ApiMiddleware, context=context, log_sink=log_sink)
     app.add_middleware(RequestIds)  # around ApiMiddleware: its lines carry the id
     # around every answer the middlewares give: nosniff on all, the dashboard's policy on its own
-    app.add_middleware(SecurityHeaders, under={dashboard.PREFIX: dashboard.HEADERS})
+    app.add_middleware(
+        SecurityHeaders,
+        under={dashboard.PREFIX: dashboard.HEADERS, "/t": PUBLIC_PAGE, "/polls/vote": PUBLIC_PAGE},
+    )
     app.add_middleware(HttpMetrics, routes=app.router.routes)  # outermost: times all
     return app

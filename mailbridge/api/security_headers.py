@@ -5,7 +5,8 @@ Every response says ``X-Content-Type-Options: nosniff``: a browser takes its
 guesses a script or a page out of it. Under a prefix given in ``under`` (the dashboard:
 its Content-Security-Policy, ``X-Frame-Options``, ``Referrer-Policy``) the prefix's
 headers are added too, each one only where the response did not set it itself — a
-dashboard page that shows mail sends a policy of its own (``mailbridge.dashboard``).
+dashboard page that shows mail sends a policy of its own (``mailbridge.dashboard``). The
+pages a recipient opens from an email get ``PUBLIC_PAGE``: they run no script at all.
 
 A plain ASGI middleware around all but the metrics: the answers of the inner
 middlewares (a 401, a 413, a 429, the dashboard's error pages) carry the headers too.
@@ -19,6 +20,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 Header = tuple[bytes, bytes]
 NOSNIFF: Header = (b"x-content-type-options", b"nosniff")
+# The pages a recipient opens from an email (unsubscribe, poll votes) and the files and
+# redirects of the same links: no script at all, their own inline styles, forms to here.
+PUBLIC_PAGE = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
+    "img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+}
 
 
 def _encoded(headers: Mapping[str, str]) -> tuple[Header, ...]:

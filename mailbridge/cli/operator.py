@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.cli.output import emit, run
 from mailbridge.clock import isoformat_ms
 from mailbridge.config import Settings
+from mailbridge.errors import ConfigurationError
 from mailbridge.services import accounts, members
 from mailbridge.services.accounts import Permission, Role, api_key_view
 from mailbridge.services.kernel import ServiceContext
@@ -86,14 +87,20 @@ def teams_create(
 
 @teams_app.command("update")
 def teams_update(
-    timezone: Annotated[str, typer.Option("--timezone", help=TIMEZONE_HELP)],
+    timezone: Annotated[str | None, typer.Option("--timezone", help=TIMEZONE_HELP)] = None,
+    plan: Annotated[
+        str | None, typer.Option("--plan", help="free, pro or unlimited (its quotas)")
+    ] = None,
     team: TeamOption = None,
 ) -> None:
-    """Change a team's settings (its timezone)."""
+    """Change a team's settings: its timezone, its plan (e.g. --plan unlimited lifts the
+    daily and monthly quotas, received mail included)."""
 
     async def action(context: ServiceContext, session: AsyncSession) -> dict[str, Any]:
+        if timezone is None and plan is None:
+            raise ConfigurationError("give --timezone, --plan or both")
         owner = await accounts.resolve_team(session, team)
-        return team_view(await accounts.set_timezone(session, owner, timezone))
+        return team_view(await accounts.update_team(session, owner, timezone=timezone, plan=plan))
 
     emit(with_session(action))
 

@@ -349,7 +349,7 @@ async def test_the_team_timezone_rolls_daily_batches_over_without_a_send_timezon
     shop = shop_campaigns
     async with shop.context.database.session() as session:
         team = await accounts.resolve_team(session, shop.tenant.team_id)
-        await accounts.set_timezone(session, team, "Europe/Berlin")
+        await accounts.update_team(session, team, timezone="Europe/Berlin")
     await shop.contacts("ann@corp.io", "bob@corp.io")
     campaign_id = await shop.create(batch_size_per_day=1)
     assert (await shop.send(campaign_id)).status_code == 200

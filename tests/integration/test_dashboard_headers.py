@@ -107,6 +107,23 @@ async def test_every_response_of_the_service_says_nosniff(
         assert answer.headers.get("x-content-type-options") == "nosniff", answer.request.url
 
 
+async def test_the_pages_a_recipient_opens_from_an_email_run_no_script(
+    client: httpx.AsyncClient,
+) -> None:
+    answers = [
+        await client.get("/t/u/not-a-token"),  # the unsubscribe page's link
+        await client.post("/t/u/not-a-token"),
+        await client.get("/t/c/not-a-token"),
+        await client.get("/polls/vote/not-a-token"),
+    ]
+    for answer in answers:
+        where = answer.request.url
+        policy = answer.headers.get("content-security-policy", "")
+        assert policy.startswith("default-src 'none';") and "script-src" not in policy, where
+        assert "frame-ancestors 'none'" in policy and "form-action 'self'" in policy, where
+        assert answer.headers.get("x-content-type-options") == "nosniff", where
+
+
 async def test_every_dashboard_response_carries_the_strict_policy(
     client: httpx.AsyncClient, context: ServiceContext, tenant: Tenant
 ) -> None:

@@ -173,6 +173,14 @@ async def test_no_secret_the_service_hands_out_reaches_a_log(
             json={"endpoint": ENDPOINT, "events": ["email.delivered"]},
         )  # fmt: skip
         secrets["webhook secret"] = hook.json()["signing_secret"]
+        rotated = await http.post(
+            f"/webhooks/{hook.json()['id']}/signing-secret/rotate", headers=tenant.headers
+        )
+        assert rotated.status_code == 200, rotated.text
+        secrets["rotated webhook secret"] = rotated.json()["signing_secret"]
+        # A secret in the query string, percent-encoded (+ and / of standard base64).
+        await http.get("/webhooks", params={"x": secrets["rotated webhook secret"]},
+                       headers=tenant.headers)  # fmt: skip
         invited = await http.post(
             "/members/invitations", headers=bearer(admin),
             json={"email": "new@corp.io", "role": "admin"},
@@ -250,7 +258,7 @@ async def test_no_secret_the_service_hands_out_reaches_a_log(
         request_log = await request_log_text(http, context, tenant)
     access = served.json_lines.getvalue() + served.text_lines.getvalue()
 
-    assert len(secrets) == 17 and all(len(secret) >= 20 for secret in secrets.values())
+    assert len(secrets) == 18 and all(len(secret) >= 20 for secret in secrets.values())
     leaked = {what for what, secret in secrets.items() if secret in request_log}
     assert not leaked, f"in the request log: {sorted(leaked)}"
     leaked = {what for what, secret in secrets.items() if secret in access}

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import timedelta
 
 import pytest
 from sqlalchemy import select
+from typer.testing import CliRunner
 
+from mailbridge.cli.main import app as cli
+from mailbridge.services import accounts
 from mailbridge.services.accounts._quotas import bucket_of
-from mailbridge.storage.tables import IdempotencyRecord, QuotaUsage
+from mailbridge.storage.tables import IdempotencyRecord, QuotaUsage, Team
 from tests.integration.sending import Sending, email
 from tests.integration.test_auth import assert_error
 
@@ -27,6 +31,35 @@ async def test_daily_quota_is_rolling_24_hours(sending: Sending) -> None:
     sending.clock.advance(timedelta(hours=23))
     assert_error(await sending.send(email(to=["c@corp.io"])), 429, "daily_quota_exceeded")
     sending.clock.advance(timedelta(hours=2))  # the first hour's bucket has left the window
+    assert (await sending.send(email(to=["c@corp.io"]))).status_code == 200
+
+
+async def test_the_operator_lifts_a_full_teams_quota_by_changing_its_plan(
+    sending: Sending,
+) -> None:
+    """``mailbridge admin teams update --plan unlimited``: a self-hoster's way out of the
+    free plan the first team is made on."""
+    for prefix in "ab":
+        assert (await sending.send(email(to=fifty(prefix)))).status_code == 200
+    assert_error(await sending.send(email(to=["c@corp.io"])), 429, "daily_quota_exceeded")
+    async with sending.context.database.session() as session:
+        team = await session.get(Team, sending.tenant.team_id)
+        assert team is not None
+    settings = sending.context.settings
+    env = {"MAILBRIDGE_DATABASE_URL": settings.resolved_database_url}
+    if settings.database_schema:
+        env["MAILBRIDGE_DATABASE_SCHEMA"] = settings.database_schema
+    args = ["admin", "teams", "update", "--team", team.name]
+    nothing = await asyncio.to_thread(CliRunner().invoke, cli, args, env=env)
+    assert nothing.exit_code != 0 and "--plan" in nothing.output
+    wrong = await asyncio.to_thread(CliRunner().invoke, cli, [*args, "--plan", "gold"], env=env)
+    assert wrong.exit_code != 0 and "unknown plan" in wrong.output
+    lifted = await asyncio.to_thread(
+        CliRunner().invoke, cli, [*args, "--plan", "unlimited"], env=env
+    )
+    assert lifted.exit_code == 0, lifted.output
+    assert json.loads(lifted.stdout)["plan"] == "unlimited"
+    accounts.principal_cache(sending.context).clear()  # other processes: within a second
     assert (await sending.send(email(to=["c@corp.io"]))).status_code == 200
 
 

@@ -25,6 +25,7 @@ from mailbridge.services.accounts._request_logs import (
 )
 from mailbridge.services.polls import Voter
 from mailbridge.services.polls._links import vote_url
+from mailbridge.services.webhooks._subscriptions import new_secret
 
 SECRET = b"instance secret"
 BASE = "https://mail.acme.io"
@@ -67,6 +68,16 @@ def test_keys_sessions_and_webhook_secrets_are_masked_anywhere(what: str) -> Non
     assert mask_text(f"use {token}, then /x/{token}") == (
         f"use {kind}_{REDACTED}, then /x/{kind}_{REDACTED}"
     )
+
+
+def test_a_standard_base64_signing_secret_is_masked_whole_plain_or_percent_encoded() -> None:
+    secret = "whsec_mr+oV7fd/Q2x9kLp+Zq1w8Rt/Yb3n0cA"  # as new_secret() makes them
+    encoded = secret.replace("+", "%2B").replace("/", "%2F") + "%3D"
+    assert mask_text(f"got {secret}= back") == f"got whsec_{REDACTED} back"
+    assert mask_text(f"/hook?x={encoded}&limit=5") == f"/hook?x=whsec_{REDACTED}&limit=5"
+    for _ in range(200):
+        made = new_secret()
+        assert mask_text(f'"{made}"') == f'"whsec_{REDACTED}"', made
 
 
 @pytest.mark.parametrize(

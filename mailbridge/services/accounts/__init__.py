@@ -52,8 +52,8 @@ from mailbridge.services.accounts._teams import (
     member_session_prefix,
     open_member_session,
     resolve_team,
-    set_timezone,
     token_digest,
+    update_team,
 )
 
 __all__ = [
@@ -89,7 +89,7 @@ __all__ = [
     "purge_old_logs",
     "resolve_team",
     "revoke_api_key",
-    "set_timezone",
     "token_digest",
     "update_api_key",
+    "update_team",
 ]

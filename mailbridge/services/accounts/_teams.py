@@ -38,12 +38,21 @@ def checked_timezone(name: str) -> str:
     return name
 
 
+def checked_plan(plan: str) -> str:
+    if plan not in PLANS:
+        raise ConfigurationError(f"unknown plan {plan!r}; choose one of {', '.join(PLANS)}")
+    return plan
+
+
 async def create_team(
     session: AsyncSession, clock: Clock, name: str, plan: str = "free", timezone: str = "UTC"
 ) -> Team:
-    if plan not in PLANS:
-        raise ConfigurationError(f"unknown plan {plan!r}; choose one of {', '.join(PLANS)}")
-    team = Team(name=name, plan=plan, timezone=checked_timezone(timezone), created_at=clock.now())
+    team = Team(
+        name=name,
+        plan=checked_plan(plan),
+        timezone=checked_timezone(timezone),
+        created_at=clock.now(),
+    )
     session.add(team)
     try:
         await session.commit()
@@ -123,8 +132,15 @@ async def open_member_session(
     return issued.token
 
 
-async def set_timezone(session: AsyncSession, team: Team, timezone: str) -> Team:
-    team.timezone = checked_timezone(timezone)
+async def update_team(
+    session: AsyncSession, team: Team, *, timezone: str | None = None, plan: str | None = None
+) -> Team:
+    """Change a team's timezone and/or plan (its quotas: the API processes see a new plan
+    within their principal cache's second)."""
+    if timezone is not None:
+        team.timezone = checked_timezone(timezone)
+    if plan is not None:
+        team.plan = checked_plan(plan)
     await session.commit()
     return team
 
