@@ -29,6 +29,7 @@ from mailbridge.api.routers import (
     automations,
     broadcasts,
     campaigns,
+    contact_imports,
     contact_properties,
     contacts,
     domains,
@@ -71,6 +72,7 @@ ROUTERS = (
     usage.router,
     domains.router,
     audiences.router,
+    contact_imports.router,  # before contacts: /contacts/imports is not a contact
     contacts.router,
     contact_properties.router,
     segments.router,

@@ -7,7 +7,8 @@ daemon, which stops on SIGTERM after finishing or releasing what it holds.
 Two kinds of work: *workers*, each a queue of due rows driven by the one claim loop
 (``runner.claim_loop``: deliveries — ``runner.delivery``; activity events handed to their
 consumers — ``runner.activity``; webhook attempts — ``runner.webhooks``; automation runs
-— ``runner.automations``; campaigns turned into emails — ``runner.campaigns``), and
+— ``runner.automations``; campaigns turned into emails — ``runner.campaigns``; contact
+imports written a chunk at a time — ``runner.imports``), and
 *ticks*, periodic jobs run by APScheduler 3 with a memory job store — never one job per
 row.
 """
@@ -30,6 +31,7 @@ from mailbridge.runner.activity import ActivityDispatcher
 from mailbridge.runner.automations import AutomationWorker
 from mailbridge.runner.campaigns import CampaignWorker
 from mailbridge.runner.delivery import DeliveryWorker, default_render_processes
+from mailbridge.runner.imports import ImportWorker
 from mailbridge.runner.signals import stop_on_signals
 from mailbridge.runner.webhooks import WebhookWorker
 from mailbridge.services import accounts, domains
@@ -98,6 +100,7 @@ def default_workers(context: ServiceContext) -> list[Worker]:
         CampaignWorker(context, write_lock=write_lock),
         webhooks,
         ActivityDispatcher(context, consumers, write_lock=write_lock),
+        ImportWorker(context, write_lock=write_lock),
     ]
 
 

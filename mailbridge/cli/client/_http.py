@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -39,12 +40,23 @@ class Api:
         response = self.raw(method, path, params=params, body=body, headers=headers)
         return response.json() if response.content else None
 
+    def upload(self, path: str, name: str, content: bytes, fields: dict[str, str]) -> Any:
+        """POST a file as ``multipart/form-data`` (its part named ``file``) with ``fields``."""
+        return self._answer(
+            lambda: self.client.post(path, files={"file": (name, content)}, data=fields)
+        ).json()
+
     def raw(
         self, method: str, path: str, *, params: dict[str, Any] | None = None,
         body: Any = None, headers: dict[str, str] | None = None,
     ) -> httpx.Response:  # fmt: skip
+        return self._answer(
+            lambda: self.client.request(method, path, params=params, json=body, headers=headers)
+        )
+
+    def _answer(self, send: Callable[[], httpx.Response]) -> httpx.Response:
         try:
-            response = self.client.request(method, path, params=params, json=body, headers=headers)
+            response = send()
         except httpx.HTTPError as exc:
             raise network_error(f"{self.target.base_url}: {exc or type(exc).__name__}") from None
         if response.status_code >= 400:

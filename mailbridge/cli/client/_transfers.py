@@ -1,6 +1,6 @@
-"""Commands that move files: ``contacts import`` (CSV, 100 rows a request through ``POST
-/contacts/batch``, resumable), ``contacts export`` (CSV), ``receiving download`` (a
-received message's original bytes or one of its attachments)."""
+"""Commands that move files: ``contacts import`` (a CSV file uploaded once to ``POST
+/contacts/imports``, its progress followed), ``contacts export`` (CSV), ``receiving
+download`` (a received message's original bytes or one of its attachments)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import IO, Annotated, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -23,72 +24,37 @@ from mailbridge.cli.client._failures import CliFailure, cli_error
 from mailbridge.cli.client._http import Api
 from mailbridge.cli.client._output import Output
 
-BATCH = 100  # the most POST /contacts/batch takes
-KNOWN = ("email", "first_name", "last_name", "unsubscribed")
-TRUE, FALSE = {"true", "yes", "1", "y"}, {"false", "no", "0", "n", ""}
 EXPORT_COLUMNS = (
     "id", "email", "first_name", "last_name", "unsubscribed", "created_at", "properties",
 )  # fmt: skip
 FILE_HELP = "a CSV file: email, first_name, last_name, unsubscribed; other columns: properties"
 ATTACHMENT_HELP = "one of its attachments' ids (else the whole message)"
-
-
-def _column(name: str) -> str:
-    return name.strip().lower().replace(" ", "_").replace("-", "_")
-
-
-def _contact(row: dict[str, str], line: int) -> dict[str, Any]:
-    """A CSV row as a contact: known columns as fields, any other filled one a property."""
-    fields = {_column(key): (value or "").strip() for key, value in row.items() if key}
-    if not fields.get("email"):
-        raise cli_error(f"line {line}: no email")
-    contact: dict[str, Any] = {"email": fields["email"]}
-    for name in ("first_name", "last_name"):
-        if fields.get(name):
-            contact[name] = fields[name]
-    flag = fields.get("unsubscribed", "").lower()
-    if flag not in TRUE | FALSE:
-        raise cli_error(f"line {line}: unsubscribed must be true or false, not {flag!r}")
-    if flag:
-        contact["unsubscribed"] = flag in TRUE
-    properties = {k: v for k, v in fields.items() if k not in KNOWN and v}
-    if properties:
-        contact["properties"] = properties
-    return contact
-
-
-def _read_rows(path: Path) -> list[dict[str, Any]]:
-    try:
-        with path.open(newline="", encoding="utf-8-sig") as handle:
-            reader = csv.DictReader(handle)
-            if not reader.fieldnames or "email" not in [_column(n) for n in reader.fieldnames]:
-                raise cli_error(f"{path}: the first line must name the columns, one of them email")
-            return [_contact(row, number) for number, row in enumerate(reader, start=2)]
-    except OSError as exc:
-        raise cli_error(f"cannot read {path}: {exc.strerror or exc}") from None
-    except (csv.Error, UnicodeDecodeError) as exc:
-        raise cli_error(f"{path} is not a UTF-8 CSV file: {exc}") from None
+# Routes these commands call that no generated command does.
+ROUTES = (("POST", "/contacts/imports"),)  # contacts import
+POLL = 0.25  # seconds between two looks at an import's progress
+DONE = ("completed", "failed")
 
 
 class _Progress:
-    """Where an import got to, beside the file: ``<file>.import-progress.json``."""
+    """The import a file was uploaded as, beside the file: ``<file>.import-progress.json``."""
 
     def __init__(self, source: Path, digest: str) -> None:
         self.path = source.with_name(source.name + ".import-progress.json")
         self.digest = digest
 
-    def done(self) -> int:
+    def import_id(self) -> str | None:
         try:
             saved = json.loads(self.path.read_text())
         except (OSError, ValueError):
-            return 0
-        if saved.get("sha256") != self.digest:
-            return 0  # another file, or the file changed: from the start (upserts repeat safely)
-        return int(saved.get("done", 0))
+            return None
+        if not isinstance(saved, dict) or saved.get("sha256") != self.digest:
+            return None  # another file, or the file changed: a new import
+        found = saved.get("import_id")
+        return found if isinstance(found, str) else None
 
-    def save(self, done: int) -> None:
+    def save(self, import_id: str) -> None:
         temporary = self.path.with_suffix(".tmp")
-        temporary.write_text(json.dumps({"sha256": self.digest, "done": done}))
+        temporary.write_text(json.dumps({"sha256": self.digest, "import_id": import_id}))
         os.replace(temporary, self.path)
 
     def clear(self) -> None:
@@ -100,41 +66,61 @@ def contacts_import(
     audience_id: Annotated[
         str | None, typer.Option("--audience-id", help="default: the team's")
     ] = None,
-    restart: Annotated[bool, typer.Option("--restart", help="from the first row")] = False,
+    on_conflict: Annotated[
+        str, typer.Option("--on-conflict", help="upsert (update existing) or skip")
+    ] = "upsert",
+    restart: Annotated[bool, typer.Option("--restart", help="upload the file again")] = False,
     **common: Any,
 ) -> None:
-    """Import contacts from CSV, 100 a request. Killed half way, the same command goes on
-    where it stopped (and rows sent twice are only updated, never doubled).
+    """Import contacts from CSV: the file is uploaded once (POST /contacts/imports) and
+    the service writes it; the command shows its progress and the rows that failed.
+    Stopped half way, the same command follows the same import again (the service goes
+    on without it).
 
     Example: mailbridge contacts import customers.csv --audience-id aud_123
     """
     output = Output.choose(common.pop("json_output"), common.pop("quiet"))
     target = resolve(common.pop("api_key"), common.pop("base_url"), common.pop("profile"))
-    rows = _read_rows(file)
-    progress = _Progress(file, hashlib.sha256(file.read_bytes()).hexdigest())
-    start = 0 if restart else progress.done()
-    counts: dict[str, int] = {}
-    with Api(target) as api, _ImportBar(len(rows), start) as advance:
-        for first in range(start, len(rows), BATCH):
-            batch = rows[first : first + BATCH]
-            body: dict[str, Any] = {"contacts": batch}
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise cli_error(f"cannot read {file}: {exc.strerror or exc}") from None
+    progress = _Progress(file, hashlib.sha256(data).hexdigest())
+    with Api(target) as api:
+        import_id = None if restart else progress.import_id()
+        job = _existing(api, import_id) if import_id else None
+        resumed = job is not None
+        if job is None:
+            fields = {"on_conflict": on_conflict}
             if audience_id:
-                body["audience_id"] = audience_id
-            try:
-                answer = api.call("POST", "/contacts/batch", body=body)
-            except CliFailure as failure:
-                failure.envelope["message"] = (
-                    f"rows {first + 2}-{first + len(batch) + 1} of {file}: "
-                    f"{failure.envelope.get('message')} (run again to go on from there)"
-                )
-                raise
-            for item in answer.get("data", []):
-                action = str(item.get("action", "sent"))
-                counts[action] = counts.get(action, 0) + 1
-            progress.save(first + len(batch))
-            advance(len(batch))
+                fields["audience_id"] = audience_id
+            made = api.upload("/contacts/imports", file.name, data, fields)
+            job = api.call("GET", f"/contacts/imports/{made['id']}")
+            progress.save(job["id"])
+        with _ImportBar(job["counts"]["total"], _written(job)) as advance:
+            while job["status"] not in DONE:
+                time.sleep(POLL)
+                before = _written(job)
+                job = api.call("GET", f"/contacts/imports/{job['id']}")
+                advance(_written(job) - before)
     progress.clear()
-    output.show({"object": "import", "rows": len(rows), "resumed_at_row": start, **counts})
+    output.show({**job, "resumed": resumed})
+    if job["status"] == "failed":
+        raise typer.Exit(1)
+
+
+def _existing(api: Api, import_id: str) -> dict[str, Any] | None:
+    """The import a former run uploaded, unless it is gone or failed."""
+    try:
+        job = api.call("GET", f"/contacts/imports/{import_id}")
+    except CliFailure:
+        return None
+    return job if isinstance(job, dict) and job.get("status") != "failed" else None
+
+
+def _written(job: dict[str, Any]) -> int:
+    counts = job.get("counts") or {}
+    return sum(int(counts.get(name, 0)) for name in ("created", "updated", "skipped", "failed"))
 
 
 class _ImportBar:

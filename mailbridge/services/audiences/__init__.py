@@ -3,7 +3,8 @@
 Owns audiences, contacts (and the per-contact write lock), contact batches,
 contact properties, segments and their filters, topics and subscriptions (tables
 ``audiences``, ``contacts``, ``contact_locks``, ``contact_properties``, ``segments``,
-``segment_members``, ``contact_engagements``, ``topics``, ``contact_topics``).
+``segment_members``, ``contact_engagements``, ``topics``, ``contact_topics``) and CSV
+imports (``contact_imports``, ``contact_import_chunks``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,16 @@ from mailbridge.services.audiences._contacts import (
     new_contact_row,
     normalize_email,
     update_contact,
+)
+from mailbridge.services.audiences._import_files import MAX_IMPORT_BYTES, ImportOptions
+from mailbridge.services.audiences._imports import (
+    CHUNK_ROWS,
+    advance_imports,
+    any_import_due,
+    create_import,
+    get_import,
+    import_view,
+    list_imports,
 )
 from mailbridge.services.audiences._properties import (
     PROPERTY_KEY_SCHEMA,
@@ -86,8 +97,10 @@ from mailbridge.services.audiences._topics import (
 )
 
 __all__ = [
+    "CHUNK_ROWS",
     "MAX_AUDIENCE_NAME_LENGTH",
     "MAX_CONTACT_BATCH_SIZE",
+    "MAX_IMPORT_BYTES",
     "MAX_TOPIC_DESCRIPTION_LENGTH",
     "MAX_TOPIC_NAME_LENGTH",
     "PROPERTY_KEY_SCHEMA",
@@ -96,10 +109,13 @@ __all__ = [
     "ContactChanges",
     "ContactFields",
     "ContactFilters",
+    "ImportOptions",
     "NewContact",
     "SegmentFilter",
     "TopicChoice",
     "add_segment_member",
+    "advance_imports",
+    "any_import_due",
     "apply_changes",
     "audience_scope",
     "audience_view",
@@ -110,6 +126,7 @@ __all__ = [
     "contact_view",
     "create_audience",
     "create_contact",
+    "create_import",
     "create_property",
     "create_segment",
     "create_topic",
@@ -121,12 +138,15 @@ __all__ = [
     "event_data",
     "find_contact",
     "get_audience",
+    "get_import",
     "get_property",
     "get_segment",
     "get_topic",
+    "import_view",
     "list_audience_contacts",
     "list_audiences",
     "list_contacts",
+    "list_imports",
     "list_properties",
     "list_segments",
     "list_topics",

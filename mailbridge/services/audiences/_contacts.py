@@ -230,7 +230,7 @@ def _duplicate(email: str) -> Conflict:
     )
 
 
-async def _checked_segments(
+async def checked_segments(
     session: AsyncSession, team_id: str, audience_id: str, segment_ids: Sequence[str]
 ) -> list[str]:
     wanted = list(dict.fromkeys(segment_ids))
@@ -269,7 +269,7 @@ async def create_contact(
     choices = await topics.checked_choices(
         session, team_id, [(choice.id, choice.subscription) for choice in topic_choices]
     )
-    segments = await _checked_segments(session, team_id, audience.id, segment_ids)
+    segments = await checked_segments(session, team_id, audience.id, segment_ids)
     if await _exists(session, audience.id, email):
         raise _duplicate(email)
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, String, Text
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mailbridge.storage.tables.base import Base
@@ -144,3 +144,48 @@ class ContactTopic(Base):
     )
     subscription: Mapped[str] = mapped_column(String(10))  # opt_in opt_out
     updated_at: Mapped[datetime]
+
+
+class ContactImport(Base):
+    """A CSV import job: its rows wait in ``contact_import_chunks`` and a runner writes
+    one chunk a transaction, the chunk's contacts and the job's counts together."""
+
+    __tablename__ = "contact_imports"
+    __table_args__ = (
+        Index("ix_contact_imports_team_created", "team_id", "created_at", "id"),
+        Index("ix_contact_imports_status", "status", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True, default=new_id)
+    team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    audience_id: Mapped[str] = mapped_column(ForeignKey("audiences.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(16))  # queued in_progress completed failed
+    on_conflict: Mapped[str] = mapped_column(String(8))  # upsert skip
+    # {property key: type} for the columns mapped to properties
+    property_types: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    segment_ids: Mapped[list[str]] = mapped_column(JSON, default=list)
+    topics: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)  # topic id: opt_in|opt_out
+    total: Mapped[int] = mapped_column(Integer, default=0)
+    created: Mapped[int] = mapped_column(Integer, default=0)
+    updated: Mapped[int] = mapped_column(Integer, default=0)
+    skipped: Mapped[int] = mapped_column(Integer, default=0)
+    failed: Mapped[int] = mapped_column(Integer, default=0)
+    errors: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)  # the first ones
+    failure: Mapped[str | None] = mapped_column(Text)
+    chunks: Mapped[int] = mapped_column(Integer, default=0)
+    next_chunk: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+    completed_at: Mapped[datetime | None]
+
+
+class ContactImportChunk(Base):
+    """Rows of an import still to write, as mapped at upload (deleted once written)."""
+
+    __tablename__ = "contact_import_chunks"
+
+    import_id: Mapped[str] = mapped_column(
+        ForeignKey("contact_imports.id", ondelete="CASCADE"), primary_key=True
+    )
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    rows: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
