@@ -45,8 +45,8 @@ SECRET_TEXT: Final = re.compile(
     r"(?P<kind>(?<![A-Za-z0-9])(?:mbs?)_)[A-Za-z0-9_\-]+"
     # a signing secret is standard base64 (+ / =), percent-encoded too in a query
     r"|(?P<whsec>(?<![A-Za-z0-9])whsec_)(?:[A-Za-z0-9_\-+/=]|%2[BbFf]|%3[Dd])+"
-    # capability links: an invitation, the signed /t/<kind>/ links, poll votes
-    r"|(?P<link>/dashboard/invitations/|/t/[a-z]{1,3}/|/polls/vote/)[^?#\s\"'<>\\]+"
+    # capability links: an invitation, the signed /t/<kind>/ links, poll votes, shares
+    r"|(?P<link>/dashboard/invitations/|/t/[a-z]{1,3}/|/polls/vote/|/share/)[^?#\s\"'<>\\]+"
     # secret-named query parameters
     rf"|(?P<param>[?&;]{_SECRET_PARAMETER}=)[^&#\s\"'<>]+"
 )
@@ -54,10 +54,10 @@ SECRET_TEXT: Final = re.compile(
 # name, the start of a secret shape, or an escape (``\u…``, ``\/``) that could spell one.
 JSON_HINTS: Final = re.compile(
     rb"token|secret|passw(?:or)?d|api_?key|authorization|signing|signature|cookie|credential"
-    rb"|raw_url|download_url|mbs?_|whsec_|/invitations/|/t/|/vote/|sig=|\\u|\\/"
+    rb"|raw_url|download_url|mbs?_|whsec_|/invitations/|/t/|/vote/|/share/|sig=|\\u|\\/"
 )
 # Cheap pre-check for text: without one of these, SECRET_TEXT cannot match.
-_TEXT_HINTS = ("_", "/t/", "/invitations/", "/vote/", "=")
+_TEXT_HINTS = ("_", "/t/", "/invitations/", "/vote/", "/share/", "=")
 
 
 def _mask(match: re.Match[str]) -> str:

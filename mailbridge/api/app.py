@@ -33,7 +33,9 @@ from mailbridge.api.routers import (
     contact_properties,
     contacts,
     domains,
+    email_metrics,
     email_reading,
+    email_shares,
     emails,
     event_intake,
     events,
@@ -84,7 +86,10 @@ ROUTERS = (
     broadcasts.router,
     events.router,
     receiving.router,  # before email_reading: /emails/receiving is not an email id
+    email_metrics.router,  # and /emails/metrics neither
     email_reading.router,
+    email_shares.router,
+    email_shares.pages,
     suppressions.router,
     webhooks.router,
     tracking.router,
@@ -192,7 +197,10 @@ def create_app(
     # around every answer the middlewares give: nosniff on all, the dashboard's policy on its own
     app.add_middleware(
         SecurityHeaders,
-        under={dashboard.PREFIX: dashboard.HEADERS, "/t": PUBLIC_PAGE, "/polls/vote": PUBLIC_PAGE},
+        under={
+            dashboard.PREFIX: dashboard.HEADERS,
+            **{prefix: PUBLIC_PAGE for prefix in ("/t", "/polls/vote", "/share")},
+        },
     )
     app.add_middleware(HttpMetrics, routes=app.router.routes)  # outermost: times all
     return app

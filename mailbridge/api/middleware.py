@@ -32,10 +32,10 @@ from mailbridge.services.kernel import ServiceContext
 logger = logging.getLogger(__name__)
 
 PUBLIC_PATHS = frozenset({"/health", "/ready", "/openapi.json", "/metrics"})  # metrics: own check
-# Signed links in sent mail (tracking, unsubscribe, downloads, poll votes): their token
-# is the key.
+# Signed links in sent mail (tracking, unsubscribe, downloads, poll votes) and share
+# links: their token is the key.
 # The dashboard signs its members in with a cookie of its own (mailbridge.dashboard).
-PUBLIC_PREFIXES = ("/t/", "/polls/vote/", "/dashboard")
+PUBLIC_PREFIXES = ("/t/", "/polls/vote/", "/share/", "/dashboard")
 CAPTURE_LIMIT = 64 * 1024
 
 

@@ -23,9 +23,9 @@ from fastapi.templating import Jinja2Templates
 from starlette.responses import HTMLResponse
 
 from mailbridge.dashboard._session import SignedIn
+from mailbridge.mail.framing import REMOTE_IMAGES, mail_document
 
 HERE = Path(__file__).parent
-DOCTYPE = re.compile(r"\s*<!doctype[^>]*>", re.IGNORECASE)
 INSTANT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
 TEMPLATES = Jinja2Templates(directory=HERE / "templates")
 
@@ -81,7 +81,6 @@ POLICY = {
 # team's own mail and templates do; received mail does not (its sender would learn
 # when and from where it is read), until the member asks (``images``).
 MAIL_VIEWS = {"email.html": True, "template.html": True, "received.html": False}
-REMOTE_IMAGES = "https: http:"
 
 
 def content_security_policy(*, mail: bool = False, images: bool = False) -> str:
@@ -91,19 +90,6 @@ def content_security_policy(*, mail: bool = False, images: bool = False) -> str:
         directives["style-src"] += " 'unsafe-inline'"
         directives["img-src"] += " data:" + (f" {REMOTE_IMAGES}" if images else "")
     return "; ".join(f"{name} {sources}" for name, sources in directives.items())
-
-
-def mail_document(html: str, images: bool) -> str:
-    """``html`` as the document of a sandboxed ``srcdoc`` frame: a policy of its own
-    first (after a doctype, which keeps its rendering mode), loading nothing but inline
-    styles and ``data:`` images, and remote images only when ``images``."""
-    policy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-    if images:
-        policy += f" {REMOTE_IMAGES}"
-    head = f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
-    doctype = DOCTYPE.match(html)
-    at = doctype.end() if doctype else 0
-    return html[:at] + head + html[at:]
 
 
 TEMPLATES.env.filters["when"] = when

@@ -19,6 +19,8 @@ import httpx
 import pytest
 import resend
 
+from tests.acceptance.sdk_surface import Twins
+
 STARTUP_TIMEOUT = 120.0  # a busy machine starts a process slowly
 PROGRESS_WAIT = 30.0  # kill_mid_work: the longest wait for a started process to show work
 _Progress = TypeVar("_Progress")
@@ -87,8 +89,8 @@ def environment(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def start(command: str, env: dict[str, str], log: Path) -> Server:
-    port = free_port()
+def start(command: str, env: dict[str, str], log: Path, port: int | None = None) -> Server:
+    port = port or free_port()
     with log.open("w") as handle:
         process = subprocess.Popen(
             [
@@ -132,12 +134,22 @@ def server(environment: dict[str, str], tmp_path: Path) -> Iterator[Server]:
 
 @pytest.fixture
 def sdk(server: Server) -> Iterator[Server]:
-    """The official Resend SDK pointed at ``server`` with a fresh full-access key."""
+    """The official Resend SDK pointed at ``server`` with a fresh full-access key; the
+    async twin of every sync method the test calls is then held to the same requests
+    (``sdk_surface.Twins``)."""
     saved = resend.api_key, resend.api_url
     resend.api_url = server.base_url
     resend.api_key = server.create_key()["token"]
-    yield server
-    resend.api_key, resend.api_url = saved
+    twins = Twins()
+    twins.install()
+    try:
+        yield server
+    finally:
+        twins.uninstall()
+        problems = twins.check()
+        resend.api_key, resend.api_url = saved
+    assert twins.calls, "the test calls the SDK"
+    assert not problems, "\n".join(problems)
 
 
 def kill_mid_work(

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
+import httpx
 import pytest
 import resend
 import resend.exceptions
@@ -63,6 +65,36 @@ def test_sdk_sends_gets_reschedules_and_cancels(sender: Server) -> None:
     )
     assert keyed["id"] == repeat["id"]
     assert sender.stop() == 0
+
+
+def test_sdk_shares_an_email_and_reads_metrics(sender: Server) -> None:
+    sent = resend.Emails.send({
+        "from": "Shop <news@shop.io>", "to": ["ann@corp.io"], "subject": "Shared",
+        "html": "<p>Look at this</p>",
+    })  # fmt: skip
+    shared = resend.Emails.share(sent["id"], {"expires_in": "1h 30m"})
+    assert shared["object"] == "email" and shared["id"] == sent["id"]
+    page = httpx.get(sender.base_url + urlsplit(shared["url"]).path)
+    assert page.status_code == 200 and "Look at this" in page.text
+    assert resend.Emails.share(sent["id"])["url"] != shared["url"]  # no params: 48 hours
+
+    deadline = time.monotonic() + 60  # the runner sends it: a `sent` event to count
+    while resend.Emails.get(sent["id"])["last_event"] == "queued":
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    metrics = resend.Emails.metrics({
+        "metrics": ["sent", "delivery_rate"], "dimensions": ["period", "email"],
+        "granularity": "daily", "email_id": [sent["id"]], "timezone": "Europe/Berlin",
+    })  # fmt: skip
+    assert metrics["object"] == "metrics" and metrics["metrics"] == ["sent", "delivery_rate"]
+    assert metrics["totals"]["sent"] == 1
+    [row] = metrics["data"]
+    assert row["email_id"] == sent["id"] and row["sent"] == 1 and row["period"]
+    with pytest.raises(ValueError):  # the SDK's own check: broadcast with email
+        resend.Emails.metrics({"dimensions": ["broadcast"], "email_id": [sent["id"]]})
+    with pytest.raises(resend.exceptions.ResendError) as refused:
+        resend.Emails.metrics({"granularity": "daily", "start_date": "not a date"})
+    assert refused.value.code == 422
 
 
 def test_sdk_receives_send_errors_as_typed_exceptions(sender: Server) -> None:

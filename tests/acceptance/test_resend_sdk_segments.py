@@ -16,7 +16,8 @@ def test_sdk_creates_lists_gets_updates_and_removes_segments(sdk: Server) -> Non
     listed = resend.Segments.list()
     assert [item["id"] for item in listed["data"]] == [created["id"]]
     fetched: dict[str, Any] = dict(resend.Segments.get(created["id"]))
-    assert fetched["name"] == "Newsletter" and fetched["filter"]["status"] == "all"
+    # made with a name alone: the contacts added to it, as a Resend segment
+    assert fetched["name"] == "Newsletter" and fetched["filter"]["status"] == "members_only"
     updated = resend.Segments.update(created["id"], {"name": "Weekly"})
     assert updated["id"] == created["id"] and updated["object"] == "segment"
     assert resend.Segments.get(created["id"])["name"] == "Weekly"

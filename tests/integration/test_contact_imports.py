@@ -64,7 +64,7 @@ async def test_a_file_is_written_with_its_counts_and_an_error_a_row(
         "\n"
         "eve@corp.io,,,,,2.5\n"
     )
-    job = await imported(client, tenant, context, text)
+    job = await imported(client, tenant, context, text, on_conflict="upsert")
     assert job["object"] == "contact_import" and job["status"] == "completed"
     assert job["completed_at"] is not None
     assert job["counts"] == {"total": 6, "created": 2, "updated": 1, "skipped": 0, "failed": 3}
@@ -85,8 +85,18 @@ async def test_a_file_is_written_with_its_counts_and_an_error_a_row(
     assert len(await events_of(context, tenant.team_id, "contact.updated")) == 1
 
     # The same file again: nothing changes, every good row is skipped.
-    again = await imported(client, tenant, context, text)
+    again = await imported(client, tenant, context, text, on_conflict="upsert")
     assert again["counts"] == {"total": 6, "created": 0, "updated": 0, "skipped": 3, "failed": 3}
+
+
+async def test_existing_contacts_are_left_as_they_are_unless_upsert_is_asked(
+    client: httpx.AsyncClient, tenant: Tenant, context: ServiceContext
+) -> None:
+    await add_contact(client, tenant, email="old@corp.io", first_name="Old")
+    job = await imported(client, tenant, context, "email,first_name\nold@corp.io,New\n")
+    assert job["counts"]["skipped"] == 1 and job["counts"]["updated"] == 0
+    kept = await client.get("/contacts/old@corp.io", headers=tenant.headers)
+    assert kept.json()["first_name"] == "Old"
 
 
 async def test_a_column_map_segments_topics_and_skip(

@@ -219,7 +219,10 @@ async def test_no_secret_the_service_hands_out_reaches_a_log(
         received_files = await http.get(
             f"/emails/receiving/{received_id}/attachments", headers=tenant.headers
         )
+        shared = await http.post(f"/emails/{email.id}/share", headers=tenant.headers)
+        assert shared.status_code == 201, shared.text
         links = {
+            "share link": shared.json()["url"],
             "download link": attachment["download_url"],
             "download link of one attachment": one.json()["download_url"],
             "received email link": found.json()["raw_url"],
@@ -258,7 +261,7 @@ async def test_no_secret_the_service_hands_out_reaches_a_log(
         request_log = await request_log_text(http, context, tenant)
     access = served.json_lines.getvalue() + served.text_lines.getvalue()
 
-    assert len(secrets) == 18 and all(len(secret) >= 20 for secret in secrets.values())
+    assert len(secrets) == 19 and all(len(secret) >= 20 for secret in secrets.values())
     leaked = {what for what, secret in secrets.items() if secret in request_log}
     assert not leaked, f"in the request log: {sorted(leaked)}"
     leaked = {what for what, secret in secrets.items() if secret in access}
@@ -270,7 +273,7 @@ async def test_no_secret_the_service_hands_out_reaches_a_log(
     assert f'"download_url":"{MASKED}"' in request_log and f'"raw_url":"{MASKED}"' in request_log
     assert f"api_key={MASKED}" in request_log
     paths = {line["path"] for line in served.access_lines()}
-    for kind in ("/t/a/", "/t/r/", "/t/ra/", "/t/o/", "/t/c/", "/t/u/", "/polls/vote/"):
+    for kind in ("/t/a/", "/t/r/", "/t/ra/", "/t/o/", "/t/c/", "/t/u/", "/polls/vote/", "/share/"):
         assert kind + MASKED in paths, kind
     assert f"/dashboard/invitations/{MASKED}" in paths
     assert any(path.startswith("/logs/") for path in paths)  # the lines are there at all

@@ -425,10 +425,31 @@ async def test_explicit_members_join_the_filter(
     assert await members(client, tenant, book, segment["id"]) == {"ann", "eve"}
 
 
+async def test_a_segment_made_with_a_name_alone_holds_only_the_contacts_added_to_it(
+    client: httpx.AsyncClient, tenant: Tenant, book: Book
+) -> None:
+    """As Resend's SDKs make one (``segments.create({name})``): a broadcast to it must not
+    reach the whole audience."""
+    made = await create(client, tenant, book, name="VIP")  # no filter
+    assert made.status_code == 201, made.text
+    segment = (await client.get(f"/segments/{made.json()['id']}", headers=tenant.headers)).json()
+    assert segment["filter"]["status"] == "members_only"
+    assert await members(client, tenant, book, segment["id"]) == set()
+    added = await client.post(
+        f"/segments/{segment['id']}/contacts/{book.contacts['ann']}", headers=tenant.headers
+    )
+    assert added.status_code in (200, 201), added.text
+    assert await members(client, tenant, book, segment["id"]) == {"ann"}
+
+
 async def test_contacts_of_another_audience_never_match(
     client: httpx.AsyncClient, tenant: Tenant, book: Book
 ) -> None:
-    other = (await create(client, tenant, book, audience_id=book.other_audience_id)).json()
+    other = (
+        await create(
+            client, tenant, book, audience_id=book.other_audience_id, filter={"status": "all"}
+        )
+    ).json()
     found = await members(client, tenant, book, other["id"])
     assert len(found) == 1 and not found & set(book.contacts)
     refused = await client.post(

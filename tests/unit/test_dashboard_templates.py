@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mailbridge.dashboard._render import HERE, mail_document
+from mailbridge.dashboard._render import HERE
+from mailbridge.mail.framing import mail_document
 
 TEMPLATES = sorted((HERE / "templates").glob("*.html"))
 INLINE = {

@@ -25,7 +25,9 @@ class CreateSegment(BaseModel):
     name: NonBlank = Field(min_length=1, max_length=200)
     audience_id: str | None = None
     domain: str | None = None
-    filter: SegmentFilter = Field(default_factory=SegmentFilter)
+    # Without a filter, a segment is the contacts added to it, as Resend's SDKs expect of
+    # a segment made with a name: never, by surprise, everybody in the audience.
+    filter: SegmentFilter = Field(default_factory=lambda: SegmentFilter(status="members_only"))
 
 
 def membership_view(segment_id: str, contact_id: str, **extra: Any) -> dict[str, Any]:

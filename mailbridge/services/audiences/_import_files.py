@@ -65,7 +65,7 @@ class ImportOptions:
     """The form's fields besides the file, checked for shape."""
 
     column_map: ColumnMap | None = None
-    on_conflict: str = "upsert"
+    on_conflict: str = "skip"  # Resend's default: an existing contact is left as it is
     segment_ids: list[str] = field(default_factory=list)
     topics: list[tuple[str, str]] = field(default_factory=list)
 
@@ -84,7 +84,7 @@ class ImportOptions:
         topic_refs = _json_field(topics, "topics", list[_Topic] | None) or []
         return cls(
             column_map=mapped,
-            on_conflict=on_conflict or "upsert",
+            on_conflict=on_conflict or "skip",
             segment_ids=list(dict.fromkeys(ref.id for ref in segment_refs)),
             topics=[(ref.id, ref.subscription) for ref in topic_refs],
         )

@@ -13,8 +13,9 @@ stopped, and a row is never written twice.
 
 A row that cannot be written (an invalid address, a value of the wrong type) is
 ``failed`` with its line and the reason (the first ``MAX_ERRORS_KEPT`` are kept); the
-others go on. An address already in the audience is updated (``on_conflict: upsert``)
-or left as it is (``skip``); a row that changes nothing is ``skipped`` too. A later row
+others go on. An address already in the audience is left as it is (``on_conflict:
+skip``, the default as Resend's) or updated (``upsert``); a row that changes nothing is
+``skipped`` too. A later row
 with an address an earlier row of the file had applies over it.
 """
 

@@ -21,6 +21,8 @@ from mailbridge.services.email._events import (
     STICKY,
     event_rows,
 )
+from mailbridge.services.email._metric_query import GRANULARITIES, MetricsQuery
+from mailbridge.services.email._metrics import email_metrics
 from mailbridge.services.email._preparation import prepare_email
 from mailbridge.services.email._reading import (
     EmailFilters,
@@ -50,16 +52,25 @@ from mailbridge.services.email._sending import (
     reschedule_email,
     send_email,
 )
+from mailbridge.services.email._shares import (
+    create_share,
+    open_share,
+    revoke_shares,
+    share_lifetime,
+    share_view,
+)
 from mailbridge.services.email._tracking import record_click, record_open, unsubscribe
 
 __all__ = [
     "EMAIL_EVENT_TYPES",
+    "GRANULARITIES",
     "MAX_SEND_BATCH",
     "PENDING_STATUSES",
     "STICKY",
     "BouncedAddress",
     "EmailFilters",
     "EmailWriter",
+    "MetricsQuery",
     "Refused",
     "SendAnswer",
     "SendEmailRequest",
@@ -67,6 +78,8 @@ __all__ = [
     "attachment_for_download",
     "attachment_view",
     "cancel_email",
+    "create_share",
+    "email_metrics",
     "email_summary",
     "email_view",
     "event_rows",
@@ -74,6 +87,7 @@ __all__ = [
     "get_email",
     "list_attachments",
     "list_emails",
+    "open_share",
     "prepare_email",
     "record_bounce",
     "record_click",
@@ -83,7 +97,10 @@ __all__ = [
     "record_reply",
     "reported_email",
     "reschedule_email",
+    "revoke_shares",
     "send_email",
+    "share_lifetime",
+    "share_view",
     "single_lines",
     "store_email",
     "store_prepared_rows",

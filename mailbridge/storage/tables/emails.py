@@ -156,3 +156,23 @@ class InstanceSetting(Base):
 
     key: Mapped[str] = mapped_column(String(100), primary_key=True)
     value: Mapped[str] = mapped_column(Text)
+
+
+class EmailShare(Base):
+    """A public link to one email as it reads (sent, or received: ``source``), until it
+    expires or is revoked. Only the token's SHA-256 is kept."""
+
+    __tablename__ = "email_shares"
+    __table_args__ = (
+        Index("uq_email_shares_token", "token_digest", unique=True),
+        Index("ix_email_shares_email", "team_id", "email_id"),
+    )
+
+    id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True, default=new_id)
+    team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    email_id: Mapped[str] = mapped_column(IdColumnType())
+    source: Mapped[str] = mapped_column(String(8))  # sent received
+    token_digest: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+    revoked_at: Mapped[datetime | None]
