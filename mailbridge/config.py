@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -47,6 +49,11 @@ class Settings(BaseSettings):
     public_url: str = Field(
         default="http://127.0.0.1:8000",
         description="where recipients reach this service (tracking and unsubscribe links)",
+    )
+    default_plan: str = Field(
+        default="unlimited",
+        description="the plan of the team `mailbridge bootstrap` (so `make run`) creates: "
+        "free, pro or unlimited",
     )
     contacts_write_timeout: float = Field(
         default=30.0, gt=0, description="seconds a contact write may take before it is rolled back"
@@ -118,5 +125,33 @@ class Settings(BaseSettings):
         return f"sqlite+aiosqlite:///{(self.data_dir / 'mailbridge.db').as_posix()}"
 
     @property
+    def public_url_warning(self) -> str | None:
+        """What is wrong with ``public_url`` for mail that leaves: ``http://`` with a host
+        the internet reaches (RFC 8058 one-click unsubscribe needs HTTPS; mailbox
+        providers ignore the link otherwise). None when fine, or on a local name."""
+        parts = urlsplit(self.public_url)
+        if parts.scheme != "http" or not _is_public_host(parts.hostname or ""):
+            return None
+        return (
+            f"MAILBRIDGE_PUBLIC_URL is {self.public_url}: unsubscribe and tracking links go "
+            "out over plain http, and mailbox providers honour one-click unsubscribe only "
+            "over https (RFC 8058); serve it behind TLS and set an https:// URL"
+        )
+
+    @property
     def is_sqlite(self) -> bool:
         return self.resolved_database_url.startswith("sqlite")
+
+
+_LOCAL_SUFFIXES = (".localhost", ".local", ".test", ".example", ".invalid", ".internal", ".lan")
+
+
+def _is_public_host(host: str) -> bool:
+    """Whether ``host`` names a place on the internet (not loopback, private, link-local,
+    nor a reserved or local-only name)."""
+    name = host.strip("[]").lower().rstrip(".")
+    try:
+        return ipaddress.ip_address(name).is_global
+    except ValueError:
+        pass
+    return "." in name and not name.endswith(_LOCAL_SUFFIXES)

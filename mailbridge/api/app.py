@@ -143,6 +143,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if (warning := context.settings.public_url_warning) is not None:
+            logger.warning(warning)
         flusher = asyncio.create_task(log_sink.run(), name="request-log-flusher")
         writer = asyncio.create_task(email_writer.run(), name="email-writer")
         listener = None

@@ -243,7 +243,9 @@ def bootstrap(
             async with context.database.session() as session:
                 if await accounts.count_teams(session):
                     return None
-                team = await accounts.create_team(session, context.clock, "default")
+                team = await accounts.create_team(
+                    session, context.clock, "default", settings.default_plan
+                )
                 _key, token = await accounts.create_api_key(
                     session, context.clock, team.id, "first key"
                 )
@@ -263,7 +265,8 @@ def bootstrap(
         )
         return
     typer.echo(
-        "\nmailbridge: created team 'default' and its first API key (shown only now):\n\n"
+        f"\nmailbridge: created team 'default' (plan {settings.default_plan}) and its first "
+        "API key (shown only now):\n\n"
         f"    {token}\n\n"
         f"The dashboard: {base}/dashboard — sign in as {FIRST_OWNER} with the password\n\n"
         f"    {password}\n\n"

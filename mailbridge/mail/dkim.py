@@ -1,7 +1,7 @@
 """DKIM: a sending domain's key pair, the TXT value that publishes it, and signing.
 
-Signing keeps dkimpy's canonicalization, header selection and ``DKIM-Signature``
-layout but hands the RSA operation to OpenSSL (``cryptography``): dkimpy's own
+Signing keeps dkimpy's canonicalization, header selection (over ``SIGNED_HEADERS``) and
+``DKIM-Signature`` layout but hands the RSA operation to OpenSSL (``cryptography``): dkimpy's own
 pure-Python modular exponentiation alone would cap delivery at a low rate; OpenSSL
 signs far faster and releases the GIL while it does. Loaded keys are cached per PEM.
 :func:`sign_with_dkimpy` is dkimpy's own ``dkim.sign``: the library path the delivery
@@ -137,6 +137,7 @@ def sign_with_dkimpy(message: bytes, domain: str, selector: str, private_key_pem
         header: bytes = dkim.sign(
             message, selector.encode("ascii"), domain.encode("ascii"),
             private_key_pem.encode("ascii"), canonicalize=CANONICALIZATION,
+            include_headers=signed_header_names(message),
             linesep=b"\r\n" if b"\r\n" in message else b"\n",
         )  # fmt: skip
     return header + message
@@ -170,7 +171,19 @@ def _rsa_sign(key: rsa.RSAPrivateKey, digest: bytes) -> bytes:
 
 HEADER_NAME = b"DKIM-Signature"
 _POLICY = CanonicalizationPolicy.from_c_value(b"/".join(CANONICALIZATION))
-_SIGNED = frozenset(dkim.DKIM.SHOULD) | frozenset(dkim.DKIM.FROZEN)
+# The fields signed when present: dkimpy's recommended list (RFC 6376 §5.4.1: From, To,
+# Cc, Subject, Date, Message-ID, MIME-Version, Content-Type, Reply-To, List-Unsubscribe,
+# In-Reply-To, References, ...), and what mailbox providers' bulk-sender rules add:
+# List-Unsubscribe-Post (RFC 8058 §4: one-click unsubscribe counts only when both
+# List-* fields are signed) and Feedback-ID (Gmail's feedback loop). From is signed once
+# more than it occurs (over-signed), so a second From added on the way breaks it.
+SIGNED_HEADERS: tuple[bytes, ...] = (
+    *dkim.DKIM.SHOULD,
+    *dkim.DKIM.FROZEN,
+    b"list-unsubscribe-post",
+    b"feedback-id",
+)
+_SIGNED = frozenset(SIGNED_HEADERS)
 _FROZEN = frozenset(dkim.DKIM.FROZEN)
 _LINE_END = re.compile(rb"\r?\n")
 _PLACEHOLDER = b"0" * 60
@@ -294,9 +307,17 @@ def _header_fields(block: bytes) -> list[list[bytes]]:
 
 
 def _default_sign_headers(headers: list[list[bytes]]) -> list[bytes]:
-    """``DKIM.default_sign_headers``: the recommended fields present, From once more."""
+    """As ``DKIM.default_sign_headers`` over ``SIGNED_HEADERS``: the fields present, in
+    their order, From once more."""
     present = [name for name, _ in headers if name.lower() in _SIGNED]
     return present + [name for name in present if name.lower() in _FROZEN]
+
+
+def signed_header_names(message: bytes) -> list[bytes]:
+    """What ``h=`` will list for ``message`` (lower case): dkimpy's ``include_headers``
+    for the same choice."""
+    headers, _body = _parse(message)
+    return [name.lower() for name in _default_sign_headers(headers)]
 
 
 def _without_b(header_value: bytes) -> bytes:

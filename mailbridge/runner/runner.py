@@ -148,6 +148,8 @@ class Runner:
             for worker in self.workers
         ]
         logger.info("runner started: %d workers, %d ticks", len(self.workers), len(self.ticks))
+        if (warning := self.context.settings.public_url_warning) is not None:
+            logger.warning(warning)
 
     async def stop(self) -> None:
         if self._scheduler is None:

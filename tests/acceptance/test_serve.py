@@ -70,6 +70,12 @@ def test_make_run_flow_prints_a_key_that_works_with_curl(
         )
         body = json.loads(answer.stdout)
         assert body["object"] == "list" and len(body["data"]) == 1
+        # A self-hoster's first team answers to no quota (MAILBRIDGE_DEFAULT_PLAN sets another).
+        assert "plan unlimited" in printed
+        header = next(word for word in shlex.split(curl_line) if word.startswith("Authorization:"))
+        bearer = header.split(":", 1)[1].strip()
+        usage = httpx.get(f"{server.base_url}/usage", headers={**UA, "Authorization": bearer})
+        assert usage.json()["plan"] == "unlimited", usage.text
         again = mailbridge("bootstrap", env=environment).stdout
         assert "has a team already" in again
     finally:

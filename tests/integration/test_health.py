@@ -3,12 +3,15 @@ a runner's heartbeat, and (asked for) whether the SMTP relay answers."""
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
 import httpx
+import pytest
 
+from mailbridge.api.app import create_app
 from mailbridge.services.kernel import ServiceContext, record_runner_heartbeat
-from mailbridge.services.operations._health import expected_revision, relay_check
+from mailbridge.services.operations._health import expected_revision, health_report, relay_check
 from tests.smtp_listener import free_port, smtp_listener
 
 
@@ -40,3 +43,22 @@ async def test_health_checks_the_relay_when_asked(client: httpx.AsyncClient) -> 
     assert answer["relay"]["configured"] is False  # the tests' settings send to the outbox
     bad = await client.get("/health", params={"relay": "maybe"})
     assert bad.status_code == 422 and bad.json()["name"] == "validation_error"
+
+
+async def test_an_http_public_url_on_a_public_host_is_warned_about_in_health_and_logs(
+    context: ServiceContext, caplog: pytest.LogCaptureFixture
+) -> None:
+    """RFC 8058: one-click unsubscribe counts only over HTTPS; the links still work."""
+    local = (await health_report(context))["public_url"]
+    assert local == {"url": context.settings.public_url, "warning": None}  # loopback: fine
+    settings = context.settings.model_copy(update={"public_url": "http://mail.shop.io"})
+    exposed = ServiceContext(settings=settings, database=context.database, clock=context.clock)
+    warning = (await health_report(exposed))["public_url"]["warning"]
+    assert warning is not None and "RFC 8058" in warning and "https" in warning
+    app = create_app(context=exposed)
+    with caplog.at_level(logging.WARNING, logger="mailbridge.api.app"):
+        async with app.router.lifespan_context(app):
+            pass
+    assert any("MAILBRIDGE_PUBLIC_URL" in record.getMessage() for record in caplog.records)
+    secure = settings.model_copy(update={"public_url": "https://mail.shop.io"})
+    assert secure.public_url_warning is None

@@ -105,10 +105,28 @@ def test_the_signature_is_byte_for_byte_dkimpys_own(
     monkeypatch.setattr(dkimpy.time, "time", lambda: timestamp)
     reference = dkimpy.sign(
         MESSAGE, b"mailbridge", b"corp.io", keys.private_key_pem.encode(),
-        canonicalize=dkim.CANONICALIZATION,
+        canonicalize=dkim.CANONICALIZATION, include_headers=dkim.signed_header_names(MESSAGE),
     )  # fmt: skip
     ours = dkim.sign(MESSAGE, "corp.io", "mailbridge", keys.private_key_pem, signed_at=timestamp)
     assert ours == reference + MESSAGE
+
+
+def test_one_click_unsubscribe_and_the_feedback_id_are_signed(keys: dkim.DkimKeyPair) -> None:
+    """RFC 8058 §4: a receiver honours one-click unsubscribe only when both List-*
+    fields are covered by a valid signature; Gmail reads Feedback-ID from signed mail."""
+    message = MESSAGE.replace(
+        b"\r\n\r\n",
+        b"\r\nList-Unsubscribe: <https://shop.io/u/1>\r\n"
+        b"List-Unsubscribe-Post: List-Unsubscribe=One-Click\r\nFeedback-ID: c1:shop\r\n\r\n",
+        1,
+    )
+    signed = dkim.sign(message, "corp.io", "mailbridge", keys.private_key_pem)
+    names = dkim.signed_header_names(message)
+    assert {b"list-unsubscribe", b"list-unsubscribe-post", b"feedback-id"} <= set(names)
+    dnsfunc = FakeDns({"mailbridge._domainkey.corp.io": keys.txt_value})
+    assert dkimpy.verify(signed, dnsfunc=dnsfunc) is True
+    tampered = signed.replace(b"List-Unsubscribe=One-Click", b"List-Unsubscribe=Two-Click")
+    assert dkimpy.verify(tampered, dnsfunc=dnsfunc) is False
 
 
 def test_the_signature_covers_the_headers_that_matter(keys: dkim.DkimKeyPair) -> None:

@@ -111,6 +111,12 @@ def _health(api: Api, rows: list[Row], where: str) -> dict[str, Any] | None:
         bool(runner.get("alive")),
         f"heartbeat {beat}" if beat else "no runner has reported (mailbridge runner)",
     )
+    public = health.get("public_url") or {}
+    if public.get("url"):
+        warning = public.get("warning")
+        # A warning, not a failure: the links work, only providers' one-click does not.
+        _check(rows, "public url", None if warning else True,
+               f"warning: {warning}" if warning else str(public["url"]))  # fmt: skip
     relay = health.get("relay") or {}
     _check(rows, "smtp relay", relay.get("reachable") if relay.get("configured") else None,
            str(relay.get("detail", "")))  # fmt: skip

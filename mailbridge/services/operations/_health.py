@@ -80,6 +80,11 @@ async def health_report(context: ServiceContext, *, relay: bool = False) -> dict
             "heartbeat_at": isoformat_ms(beat) if beat else None,
             "alive": beat is not None and context.clock.now() - beat < RUNNER_SILENT_AFTER,
         },
+        # What mail that leaves would carry: its links' base (None when fine).
+        "public_url": {
+            "url": context.settings.public_url,
+            "warning": context.settings.public_url_warning,
+        },
     }
     if relay:
         report["relay"] = await relay_check(context.settings.smtp_url)
