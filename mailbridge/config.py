@@ -68,6 +68,9 @@ class Settings(BaseSettings):
         description="seconds POST /emails/batch may take before batch_incomplete",
     )
     smtp_pool_size: int = Field(default=8, ge=1, le=100, description="SMTP connections kept open")
+    smtp_idle_timeout: float = Field(
+        default=30.0, gt=0, description="seconds a pooled SMTP connection may sit idle before QUIT"
+    )
     delivery_concurrency: int = Field(default=128, ge=1, description="emails in flight at once")
     delivery_batch_size: int = Field(default=200, ge=1, description="emails claimed per query")
     delivery_lease_seconds: float = Field(default=120.0, gt=0)

@@ -56,10 +56,16 @@ class RecordingHandler:
         self.data_replies: collections.deque[str] = collections.deque()
         self.transactions = 0
         self.transactions_started = 0
+        self.quits = 0  # QUIT commands: a client that says goodbye
         self.data_delay = 0.0  # seconds to wait before answering the end of data
         # Advertise PIPELINING (RFC 2920): aiosmtpd reads commands in order, a line at a
         # time, so it takes a pipelined group as any relay does.
         self.pipelining = False
+
+    async def handle_QUIT(self, server: Any, session: Any, envelope: Any) -> str:
+        with self.lock:
+            self.quits += 1
+        return "221 Bye"
 
     async def handle_EHLO(
         self, server: Any, session: Any, envelope: Any, hostname: str, responses: list[str]

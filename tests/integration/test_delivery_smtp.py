@@ -3,6 +3,7 @@ retries after temporary failures, bounces after permanent ones."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -300,6 +301,30 @@ async def test_an_unreachable_relay_delays_delivery(
     assert delayed.status == "delivery_delayed"
     assert delayed.last_error is not None and "cannot reach the relay" in delayed.last_error
     assert await events(fake_context, email.id) == ["queued", "delivery_delayed"]
+
+
+async def test_an_idle_connection_says_goodbye_and_so_do_all_on_close(
+    fake_context: ServiceContext, shop: Domain, listener: Listener
+) -> None:
+    """Relays time a silent client out (Postfix: 300 s, "timeout after END-OF-MESSAGE");
+    the pool QUITs a connection idle for its idle timeout, and every idle one on close."""
+    provider = SmtpProvider(SmtpRelay.from_url(listener.url), pool_size=2, idle_timeout=0.3)
+    async with DeliveryWorker(fake_context, provider=provider) as worker:
+        await add_email(fake_context, shop)
+        assert await worker.deliver_due() == 1
+        assert listener.handler.quits == 0  # kept open for the next message
+        deadline = asyncio.get_running_loop().time() + 30
+        while listener.handler.quits == 0:
+            assert asyncio.get_running_loop().time() < deadline, "no QUIT after the idle time"
+            await asyncio.sleep(0.05)
+        await add_email(fake_context, shop)
+        assert await worker.deliver_due() == 1  # a new connection
+    assert provider.connections_opened == 2
+    kept = SmtpProvider(SmtpRelay.from_url(listener.url), pool_size=2, idle_timeout=3600)
+    async with DeliveryWorker(fake_context, provider=kept) as worker:
+        await add_email(fake_context, shop)
+        assert await worker.deliver_due() == 1
+    assert listener.handler.quits == 3  # the runner's stop said goodbye for it
 
 
 async def test_connections_are_pooled_and_replaced_when_the_relay_drops_them(

@@ -47,6 +47,7 @@ def provider_from_settings(settings: Settings) -> Provider:
         return SmtpProvider(
             SmtpRelay.from_url(settings.smtp_url),
             pool_size=settings.smtp_pool_size,
+            idle_timeout=settings.smtp_idle_timeout,
             local_hostname=urlsplit(settings.public_url).hostname or "localhost",
             receipts=settings.data_dir / RECEIPTS_DIRECTORY,
         )

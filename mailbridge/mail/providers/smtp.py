@@ -24,7 +24,10 @@ unterminated message — so the email is delivered again. No receipt book at all
 
 Connections stay open between messages, up to ``pool_size`` at once; one that sat
 idle is checked with NOOP, one left mid-transaction is reset with RSET, and one that
-fails is closed and replaced on the next use.
+fails is closed and replaced on the next use. One left idle for ``idle_timeout`` seconds
+(``MAILBRIDGE_SMTP_IDLE_TIMEOUT``, 30 s: well under the 300 s after which Postfix and
+others time a silent client out) is closed with QUIT, as every idle one is on close (the
+runner's stop): the relay never logs a timeout of ours.
 """
 
 from __future__ import annotations
@@ -62,6 +65,8 @@ from mailbridge.mail.providers.smtp_relay import SmtpRelay, ehlo_name
 # RFC 5321 §4.5.3.2.6 allows 10 minutes for the answer to the end of data.
 REPLY_TIMEOUT = 600.0
 IDLE_CHECK_AFTER = 10.0  # seconds idle before a pooled connection is NOOP-checked
+IDLE_TIMEOUT = 30.0  # seconds idle before a pooled connection is closed with QUIT
+QUIT_TIMEOUT = 2.0
 # Content up to this size is written with its terminator after the commit, in one write
 # (each send on loopback cost the runner CPU in the delivery bench); larger content goes
 # out before the commit, so that the terminator's write is small enough for the kernel
@@ -98,6 +103,7 @@ class SmtpProvider:
         tls_context: ssl.SSLContext | None = None,
         reply_timeout: float = REPLY_TIMEOUT,
         receipts: Path | None = None,
+        idle_timeout: float = IDLE_TIMEOUT,
     ) -> None:
         self.relay = relay
         self.receipts = receipts
@@ -107,8 +113,10 @@ class SmtpProvider:
         self.tls_context = tls_context
         self.reply_timeout = reply_timeout
         self.connections_opened = 0
+        self.idle_timeout = idle_timeout
         self._idle: list[Connection] = []
         self._slots = asyncio.Semaphore(pool_size)
+        self._reaper: asyncio.Task[None] | None = None
 
     # --- the pool -----------------------------------------------------------------
 
@@ -163,19 +171,38 @@ class SmtpProvider:
         if reusable and connection.smtp.is_connected:
             connection.last_used = time.monotonic()
             self._idle.append(connection)
+            if self._reaper is None or self._reaper.done():
+                self._reaper = asyncio.get_running_loop().create_task(
+                    self._reap(), name="smtp-pool-reaper"
+                )
         else:
             connection.smtp.close()
         self._slots.release()
+
+    async def _reap(self) -> None:
+        """Close connections idle for ``idle_timeout`` with QUIT, while any are idle."""
+        while self._idle:
+            now = time.monotonic()
+            expired = [each for each in self._idle if now - each.last_used >= self.idle_timeout]
+            if not expired:
+                oldest = min(each.last_used for each in self._idle)
+                await asyncio.sleep(oldest + self.idle_timeout - now)
+                continue
+            self._idle = [each for each in self._idle if each not in expired]
+            for connection in expired:
+                await _say_goodbye(connection)
 
     async def close(self) -> None:
         books, self._books = self._books, {}
         for book in books.values():
             book.close()
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
         idle, self._idle = self._idle, []
         for connection in idle:
-            with contextlib.suppress(*TRANSPORT_ERRORS):
-                await asyncio.wait_for(connection.smtp.quit(), 2)
-            connection.smtp.close()
+            await _say_goodbye(connection)
 
     # --- receipts -----------------------------------------------------------------
 
@@ -336,6 +363,15 @@ class SmtpProvider:
         else:
             reply = "the end of data was sent; the relay's answer was never read"
         return Accepted(reply=reply, confirmed=False)
+
+
+async def _say_goodbye(connection: Connection) -> None:
+    """QUIT (within ``QUIT_TIMEOUT``), then close whatever the relay answered."""
+    try:
+        with contextlib.suppress(*TRANSPORT_ERRORS):
+            await asyncio.wait_for(connection.smtp.quit(), QUIT_TIMEOUT)
+    finally:
+        connection.smtp.close()
 
 
 def _refusal(response: SMTPResponse, stage: str) -> Outcome:
