@@ -50,6 +50,11 @@ class Settings(BaseSettings):
         default="http://127.0.0.1:8000",
         description="where recipients reach this service (tracking and unsubscribe links)",
     )
+    allow_reserved_recipients: bool = Field(
+        default=False,
+        description="send to reserved documentation and testing names (RFC 2606, RFC 6761: "
+        "example.com, .test, ...) instead of dropping them: for test setups",
+    )
     default_plan: str = Field(
         default="unlimited",
         description="the plan of the team `mailbridge bootstrap` (so `make run`) creates: "

@@ -158,7 +158,7 @@ async def _resolve(
     session: AsyncSession, context: ServiceContext, campaign: Campaign, now: datetime
 ) -> int:
     campaign.status = "sending"
-    if await resolve_chunk(session, campaign):
+    if await resolve_chunk(session, campaign, context.settings.allow_reserved_recipients):
         campaign.phase = "emails"
         campaign.started_at = campaign.started_at or now
     campaign.due_at = now

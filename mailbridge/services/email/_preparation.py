@@ -81,6 +81,21 @@ class PreparedEmail:
             )
 
 
+def _nobody_left(to: list[str]) -> str:
+    """Why no ``to`` recipient is left (spec §4.1 rule 2: a 422 validation_error), naming
+    the reserved names for what they are rather than calling them suppressed."""
+    reserved = [address for address in to if is_reserved(address)]
+    if not reserved:
+        return "All `to` recipients are suppressed; nothing was sent."
+    return (
+        f"`to` {', '.join(reserved[:3])} {'is' if len(reserved) == 1 else 'are'} on a reserved "
+        "documentation or testing domain (RFC 2606, RFC 6761), which no mail is sent to"
+        + ("" if len(reserved) == len(to) else ", and the other `to` recipients are suppressed")
+        + "; nothing was sent. A test setup may send to them with "
+        "MAILBRIDGE_ALLOW_RESERVED_RECIPIENTS=true."
+    )
+
+
 def _mailbox(text: str | None, template: PublishedTemplate | None) -> Mailbox:
     source = text or (template.from_address if template else None)
     if not source:
@@ -271,13 +286,15 @@ async def prepare_email(
             raise ValidationError(
                 f"Mailbox-simulator address {address} works only for immediate sends."
             )
-        if kind == "suppressed" or is_reserved(address):
+        if kind == "suppressed" or (
+            is_reserved(address) and not context.settings.allow_reserved_recipients
+        ):
             suppressed.append(address)
         else:
             candidates.append(address)
     lower_to = [address.lower() for address in to]
     if all(address in suppressed for address in lower_to):
-        raise ValidationError("All `to` recipients are suppressed; nothing was sent.")
+        raise ValidationError(_nobody_left(lower_to))
 
     reserved = {"EMAIL": to[0]} if len(to) == 1 else {}
     sources = _sources(body, template)
