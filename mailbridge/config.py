@@ -50,6 +50,10 @@ class Settings(BaseSettings):
         default="http://127.0.0.1:8000",
         description="where recipients reach this service (tracking and unsubscribe links)",
     )
+    text_from_html: bool = Field(
+        default=True,
+        description="an email given only html gets a text/plain alternative made from it",
+    )
     allow_reserved_recipients: bool = Field(
         default=False,
         description="send to reserved documentation and testing names (RFC 2606, RFC 6761: "

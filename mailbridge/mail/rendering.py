@@ -19,6 +19,7 @@ dkimpy instead — for the delivery bench alone, which times the two end to end.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import multiprocessing
@@ -34,6 +35,7 @@ from typing import Any, Protocol
 
 from mailbridge.mail import dkim, tracking
 from mailbridge.mail.compose import AttachmentPart, Unsubscribe, compose
+from mailbridge.mail.plain_text import html_to_text
 from mailbridge.storage.tables import Email
 
 logger = logging.getLogger(__name__)
@@ -101,6 +103,7 @@ class RenderJob:
     unsubscribe: Unsubscribe | None = None
     tracking: Tracking | None = None
     signing_key: SigningKey | None = None
+    text_from_html: bool = True  # html alone: a text/plain alternative made from it
 
     @classmethod
     def of(cls, email: Email, **options: Any) -> RenderJob:
@@ -118,8 +121,12 @@ def compose_job(job: RenderJob, paths: RenderPaths = SHIPPED) -> bytes:
             open_tracking=job.tracking.open_tracking,
             click_tracking=job.tracking.click_tracking,
         )
+    fields = _Fields(**job.email)
+    if job.text_from_html and fields.text is None and fields.html:
+        # From the html as written: the text's links are the real ones, not tracked.
+        fields = dataclasses.replace(fields, text=html_to_text(fields.html))
     return compose(
-        _Fields(**job.email),
+        fields,
         job.attachments,
         date=job.date,
         unsubscribe=job.unsubscribe,

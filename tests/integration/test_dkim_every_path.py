@@ -1,7 +1,8 @@
 """Every kind of message mailbridge sends is DKIM-signed over the same documented header
 list (``mail.dkim.SIGNED_HEADERS``) and verifies with dkimpy: a transactional email, a
 batch, a template send, a campaign, a broadcast and an automation's send step. Marketing
-mail signs both one-click unsubscribe fields (RFC 8058 §4)."""
+mail signs both one-click unsubscribe fields (RFC 8058 §4), and every one carries a text
+part beside its HTML."""
 
 from __future__ import annotations
 
@@ -117,3 +118,7 @@ async def test_every_kind_of_message_is_signed_over_the_documented_headers(
             assert set(fields) >= MARKETING, (kind, fields)
         if kind == "transactional":
             assert {b"cc", b"reply-to"} <= set(fields), fields
+        # A text part for every HTML (all but the batch's were given html alone).
+        types = {part.get_content_type() for part in BytesParser().parsebytes(message).walk()}
+        expected = {"text/plain"} if kind == "batch" else {"text/plain", "text/html"}
+        assert expected <= types, (kind, types)

@@ -100,6 +100,7 @@ class MessageBuilder:
             unsubscribe=self._unsubscribe(email, domain),
             tracking=self._tracking(domain),
             signing_key=signing_key,
+            text_from_html=self.settings.text_from_html,
         )
         try:
             message = await self.renderer.render(job)
