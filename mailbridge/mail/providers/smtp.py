@@ -171,7 +171,7 @@ class SmtpProvider:
         if reusable and connection.smtp.is_connected:
             connection.last_used = time.monotonic()
             self._idle.append(connection)
-            if self._reaper is None or self._reaper.done():
+            if self._reaper is None:  # one for the pool's life, from its first release
                 self._reaper = asyncio.get_running_loop().create_task(
                     self._reap(), name="smtp-pool-reaper"
                 )
@@ -180,17 +180,18 @@ class SmtpProvider:
         self._slots.release()
 
     async def _reap(self) -> None:
-        """Close connections idle for ``idle_timeout`` with QUIT, while any are idle."""
-        while self._idle:
+        """Close connections idle for ``idle_timeout`` with QUIT: wakes when the oldest
+        idle one is due (every ``idle_timeout`` when none is idle), until the pool closes."""
+        while True:
             now = time.monotonic()
             expired = [each for each in self._idle if now - each.last_used >= self.idle_timeout]
-            if not expired:
-                oldest = min(each.last_used for each in self._idle)
-                await asyncio.sleep(oldest + self.idle_timeout - now)
+            if expired:
+                self._idle = [each for each in self._idle if each not in expired]
+                for connection in expired:
+                    await _say_goodbye(connection)
                 continue
-            self._idle = [each for each in self._idle if each not in expired]
-            for connection in expired:
-                await _say_goodbye(connection)
+            oldest = min((each.last_used for each in self._idle), default=now)
+            await asyncio.sleep(oldest + self.idle_timeout - now)
 
     async def close(self) -> None:
         books, self._books = self._books, {}
@@ -200,6 +201,7 @@ class SmtpProvider:
             self._reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
+            self._reaper = None
         idle, self._idle = self._idle, []
         for connection in idle:
             await _say_goodbye(connection)
