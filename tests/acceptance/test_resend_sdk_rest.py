@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import smtplib
 import time
+from datetime import UTC, datetime
 from email.message import EmailMessage
 from typing import Any
 
@@ -134,20 +135,19 @@ def test_sdk_verifies_a_signed_payload_with_its_own_verifier(sdk: Server) -> Non
     body = json.dumps({"type": "email.sent", "created_at": "2026-11-28T00:00:00.000Z",
                        "data": {"email_id": "x"}})  # fmt: skip
     # Signed as mailbridge signs a delivery (the standardwebhooks package, one secret).
-    signed = Webhook(secret).sign("msg_1", _now(), body)
-    headers: Any = {"id": "msg_1", "timestamp": str(int(_now().timestamp())), "signature": signed}
+    signed_at = datetime.now(UTC)  # one instant for the signature and its header
+    signed = Webhook(secret).sign("msg_1", signed_at, body)
+    headers: Any = {
+        "id": "msg_1",
+        "timestamp": str(int(signed_at.timestamp())),
+        "signature": signed,
+    }
     event = resend.Webhooks.verify({"payload": body, "headers": headers, "webhook_secret": secret})
     assert event["type"] == "email.sent"
     with pytest.raises(ValueError, match="signature"):
         resend.Webhooks.verify(
             {"payload": body + " ", "headers": headers, "webhook_secret": secret}
         )
-
-
-def _now() -> Any:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC)
 
 
 def test_sdk_audiences_are_segments_and_key_writes_stay_in_the_dashboard(sdk: Server) -> None:

@@ -41,8 +41,7 @@ async def _shared(
 ) -> tuple[str, Email | ReceivedEmail]:
     """The team's email by id: ("sent", row) or ("received", row); 404 otherwise."""
     try:
-        email, _events = await emails.get_email(session, team_id, email_id)
-        return "sent", email
+        return "sent", await emails.owned_email(session, team_id, email_id)
     except NotFound:
         pass
     try:

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from mailbridge.clock import Clock
 from mailbridge.errors import ApiError, ContactsBusy, ValidationError
 from mailbridge.services.audiences._contact_lock import holding_contact_lock, time_bound
 from mailbridge.services.audiences._contacts import (
+    ContactFields,
     NewContact,
     apply_changes,
     event_data,
@@ -87,9 +90,10 @@ def prepare_batch(
     return prepared
 
 
-async def _existing(
+async def existing_contacts(
     session: AsyncSession, audience_id: str, emails: list[str]
 ) -> dict[str, Contact]:
+    """The audience's contacts among ``emails`` (stored lower-case), by email."""
     found: dict[str, Contact] = {}
     for start in range(0, len(emails), _LOOKUP_CHUNK):
         chunk = emails[start : start + _LOOKUP_CHUNK]
@@ -114,24 +118,16 @@ async def upsert_contacts(
     try:
         async with holding_contact_lock(session, context, team_id):
             async with time_bound(session, context.settings.contacts_write_timeout):
-                existing = await _existing(session, audience.id, [p.email for p in prepared])
+                emails = [p.email for p in prepared]
+                existing = await existing_contacts(session, audience.id, emails)
                 now = clock.now()
                 for entry in prepared:
-                    contact = existing.get(entry.email)
-                    if contact is None:
-                        contact = new_contact_row(
-                            team_id, audience.id, entry.email, entry.item, entry.properties, now
-                        )
-                        session.add(contact)
-                        data = event_data(contact)
-                        record_event(session, clock, team_id, "contact.created", data)
-                        outcomes.append(BatchOutcome(contact, "created"))
-                        continue
-                    changed = apply_changes(contact, entry.item, entry.properties, now)
-                    if changed:
-                        data = {**event_data(contact), "changes": changed}
-                        record_event(session, clock, team_id, "contact.updated", data)
-                    outcomes.append(BatchOutcome(contact, "updated" if changed else "unchanged"))
+                    found = existing.get(entry.email)
+                    outcome = write_contact(
+                        session, clock, team_id, audience.id, found, entry.email,
+                        entry.item, entry.properties, now,
+                    )  # fmt: skip
+                    outcomes.append(outcome)
                 await session.flush()
             await session.commit()
     except IntegrityError:
@@ -141,6 +137,25 @@ async def upsert_contacts(
             "A concurrent contact write got in the way; nothing was written.", retry_after=1
         ) from None
     return outcomes
+
+
+def write_contact(
+    session: AsyncSession, clock: Clock, team_id: str, audience_id: str,
+    contact: Contact | None, email: str, item: ContactFields,
+    properties: Mapping[str, Any], now: datetime,
+) -> BatchOutcome:  # fmt: skip
+    """Create the contact (``contact`` None) or apply ``item`` to it, with its
+    ``contact.created`` or ``contact.updated`` event; ``properties`` already checked."""
+    if contact is None:
+        contact = new_contact_row(team_id, audience_id, email, item, properties, now)
+        session.add(contact)
+        record_event(session, clock, team_id, "contact.created", event_data(contact))
+        return BatchOutcome(contact, "created")
+    changed = apply_changes(contact, item, properties, now)
+    if changed:
+        data = {**event_data(contact), "changes": changed}
+        record_event(session, clock, team_id, "contact.updated", data)
+    return BatchOutcome(contact, "updated" if changed else "unchanged")
 
 
 def outcome_view(outcome: BatchOutcome) -> dict[str, Any]:

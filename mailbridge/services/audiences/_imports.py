@@ -32,16 +32,14 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock, isoformat_ms
-from mailbridge.errors import ApiError, ContactsBusy, NotFound, ValidationError
+from mailbridge.errors import ApiError, ContactsBusy, ValidationError
 from mailbridge.services.audiences import _topics as topics
+from mailbridge.services.audiences._contact_batch import existing_contacts, write_contact
 from mailbridge.services.audiences._contact_lock import holding_contact_lock, time_bound
 from mailbridge.services.audiences._contacts import (
     MAX_NAME_LENGTH,
     NewContact,
-    apply_changes,
     checked_segments,
-    event_data,
-    new_contact_row,
     normalize_email,
 )
 from mailbridge.services.audiences._import_files import (
@@ -54,8 +52,9 @@ from mailbridge.services.audiences._properties import (
     check_contact_properties,
     registered_properties,
 )
-from mailbridge.services.kernel import ServiceContext, record_event
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.pagination import Page, PageRequest, paginate
+from mailbridge.storage.queries import get_owned
 from mailbridge.storage.tables import (
     Audience,
     Contact,
@@ -142,12 +141,7 @@ def import_view(job: ContactImport) -> dict[str, Any]:
 
 
 async def get_import(session: AsyncSession, team_id: str, import_id: str) -> ContactImport:
-    job = await session.scalar(
-        select(ContactImport).where(ContactImport.team_id == team_id, ContactImport.id == import_id)
-    )
-    if job is None:
-        raise NotFound("Contact import not found.")
-    return job
+    return await get_owned(session, ContactImport, team_id, import_id, "Contact import")
 
 
 async def list_imports(
@@ -274,35 +268,29 @@ async def _write_rows(
             checked.append((row, *_new_contact(row, job.property_types, registry)))
         except ApiError as problem:
             tally.fail(row, problem.message)
-    emails = list(dict.fromkeys(email for _row, email, _new, _props in checked))
-    contacts = {
-        contact.email: contact
-        for contact in await session.scalars(
-            select(Contact).where(Contact.audience_id == job.audience_id, Contact.email.in_(emails))
-        )
-    }
+    contacts = await existing_contacts(
+        session,
+        job.audience_id,
+        list(dict.fromkeys(email for _row, email, _new, _props in checked)),
+    )
     now = clock.now()
     kept: list[Contact] = []  # created or matched: they get the job's segments and topics
     for _row, email, new, properties in checked:
         contact = contacts.get(email)
-        if contact is None:
-            contact = new_contact_row(job.team_id, job.audience_id, email, new, properties, now)
-            session.add(contact)
-            contacts[email] = contact
-            record_event(session, clock, job.team_id, "contact.created", event_data(contact))
-            tally.created += 1
-        elif job.on_conflict == "skip":
+        if contact is not None and job.on_conflict == "skip":
             tally.skipped += 1
             continue
+        outcome = write_contact(
+            session, clock, job.team_id, job.audience_id, contact, email, new, properties, now
+        )
+        contacts[email] = outcome.contact
+        if outcome.action == "created":
+            tally.created += 1
+        elif outcome.action == "updated":
+            tally.updated += 1
         else:
-            changed = apply_changes(contact, new, properties, now)
-            if changed:
-                data = {**event_data(contact), "changes": changed}
-                record_event(session, clock, job.team_id, "contact.updated", data)
-                tally.updated += 1
-            else:
-                tally.skipped += 1
-        kept.append(contact)
+            tally.skipped += 1
+        kept.append(outcome.contact)
     await session.flush()
     await _file_under(session, job, list({contact.id: contact for contact in kept}), now)
 

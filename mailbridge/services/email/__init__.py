@@ -34,6 +34,7 @@ from mailbridge.services.email._reading import (
     get_email,
     list_attachments,
     list_emails,
+    owned_email,
 )
 from mailbridge.services.email._reports import (
     BouncedAddress,
@@ -88,6 +89,7 @@ __all__ = [
     "list_attachments",
     "list_emails",
     "open_share",
+    "owned_email",
     "prepare_email",
     "record_bounce",
     "record_click",

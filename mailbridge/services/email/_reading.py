@@ -147,11 +147,16 @@ async def list_emails(
     return await paginate(session, query, Email, page)
 
 
+async def owned_email(session: AsyncSession, team_id: str, email_id: str) -> Email:
+    """The team's email row (404 for an unknown or foreign id)."""
+    return await get_owned(session, Email, team_id, email_id, "Email")
+
+
 async def get_email(
     session: AsyncSession, team_id: str, email_id: str
 ) -> tuple[Email, list[EmailEvent]]:
     """The team's email and its events, oldest first (404 for an unknown or foreign id)."""
-    email = await get_owned(session, Email, team_id, email_id, "Email")
+    email = await owned_email(session, team_id, email_id)
     events = await session.scalars(
         select(EmailEvent)
         .where(EmailEvent.email_id == email.id)
@@ -178,7 +183,7 @@ async def list_attachments(
     session: AsyncSession, team_id: str, email_id: str
 ) -> list[AttachmentInfo]:
     """Every attachment of the team's email, in the order they were given."""
-    email = await get_owned(session, Email, team_id, email_id, "Email")
+    email = await owned_email(session, team_id, email_id)
     rows = await session.execute(
         _attachments_query()
         .where(EmailAttachment.email_id == email.id)
@@ -190,7 +195,7 @@ async def list_attachments(
 async def get_attachment(
     session: AsyncSession, team_id: str, email_id: str, attachment_id: str
 ) -> AttachmentInfo:
-    email = await get_owned(session, Email, team_id, email_id, "Email")
+    email = await owned_email(session, team_id, email_id)
     if is_uuid(attachment_id):
         rows = await session.execute(
             _attachments_query().where(
