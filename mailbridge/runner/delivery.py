@@ -30,6 +30,7 @@ import os
 import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from itertools import chain
 from types import TracebackType
 from typing import NamedTuple
 
@@ -37,20 +38,33 @@ import httpx
 from structlog.contextvars import bind_contextvars
 
 from mailbridge.mail.providers import OutboxProvider, SmtpProvider, provider_from_settings
-from mailbridge.mail.providers.base import OUTCOME_TYPES, Delivery, Handover, Provider
-from mailbridge.mail.providers.simulator import split_recipients
+from mailbridge.mail.providers.base import (
+    OUTCOME_TYPES,
+    Delivery,
+    Handover,
+    Outcome,
+    PermanentFailure,
+    Provider,
+    TemporaryFailure,
+)
+from mailbridge.mail.providers.simulator import SimulatedRecipient, split_recipients
 from mailbridge.mail.rendering import SHIPPED, LocalRenderer, ProcessRenderer, Renderer, RenderPaths
 from mailbridge.runner.claim_loop import Batch, ClaimLoop, Limits, new_owner, write_turn
 from mailbridge.runner.delivery_leftovers import discard_old_receipts, sweep_outbox
 from mailbridge.services import delivery
 from mailbridge.services.delivery import (
     EMAIL_RETRY_POLICY,
+    QUEUED,
     BuiltMessage,
     DeliveryJournal,
     MessageBuilder,
     MessageNotBuilt,
     RetryPolicy,
     envelope_sender,
+    envelopes,
+    in_flight,
+    states_of,
+    to_try,
 )
 from mailbridge.services.kernel import ServiceContext, instance_secret
 from mailbridge.storage.outages import describe, is_unavailable
@@ -250,10 +264,7 @@ class DeliveryWorker:
         email = item.email
         bind_contextvars(email_id=email.id)  # this delivery's own task: its lines only
         try:
-            if item.handed_over_by is not None:
-                await self._settle(email, item.domain, item.handed_over_by)
-            else:
-                await self._attempt(email, item.domain, item.attachments)
+            await self._attempt(email, item.domain, item.attachments, item.handed_over_by)
             logger.debug("delivery attempt over")
         except asyncio.CancelledError:
             raise
@@ -316,31 +327,83 @@ class DeliveryWorker:
     # --- one delivery ---------------------------------------------------------------
 
     async def _attempt(
-        self, email: Email, domain: Domain | None, attachments: Sequence[EmailAttachment]
-    ) -> None:
+        self, email: Email, domain: Domain | None, attachments: Sequence[EmailAttachment],
+        handed_over_by: str | None = None,
+    ) -> None:  # fmt: skip
+        """One attempt: each recipient still to try gets an envelope of its own (when the
+        provider gives them that) and its outcome recorded as it comes; the attempt's end
+        decides the email's status and its retry. ``handed_over_by``: the attempt is one a
+        dead runner left unsettled — its handover in flight is settled first (by the
+        receipts of ``handed_over_by``), then the recipients it had not reached are tried."""
         journal = self.journal
         real, simulated = split_recipients(email.delivery_recipients, self.settings.test_domain)
         if not real:
             await journal.record_simulated(email, simulated)
             return
+        before = vars(email).get("recipient_states")
+        states = states_of(email, real)
+        continuing = handed_over_by is not None
+        if continuing:
+            # Mail handed over before recipients had states went out in one envelope.
+            settling = in_flight(states) if before is not None else list(real)
+            if settling and not await self._settle(email, domain, settling, real, simulated,
+                                                   handed_over_by or ""):  # fmt: skip
+                return
+        pending = to_try(states, continuing=continuing)
+        if not pending:
+            await journal.record(email, None, simulated)
+            return
         try:
             message = await self._build(email, domain, attachments)
         except MessageNotBuilt as exc:
-            await journal.record(email, exc.outcome, simulated)
+            await journal.record(email, exc.outcome, simulated, tuple(pending))
             return
-        delivery = Delivery(email.id, message.sender, tuple(real), self.owner, email.attempts)
-        prepared = await self.provider.prepare(delivery, message.content)
-        if isinstance(prepared, OUTCOME_TYPES):
-            await journal.record(email, prepared, simulated)
-            return
-        if not await self._hand_over(email, prepared):
-            return
-        outcome = await prepared.outcome()
-        await journal.record(email, outcome, simulated)
+        batches = envelopes(pending, self.provider.per_recipient)
+        first = not continuing
+        for number, envelope in enumerate(batches):
+            delivery = Delivery(
+                email.id, envelope_sender(email, domain, self._secret, envelope), envelope,
+                self.owner, email.attempts, real.index(envelope[0]),
+            )  # fmt: skip
+            prepared = await self.provider.prepare(delivery, message.content)
+            if isinstance(prepared, OUTCOME_TYPES):
+                outcome = prepared
+            else:
+                if not await self._hand_over(email, prepared, envelope, first=first):
+                    return
+                first = False
+                outcome = await prepared.outcome()
+            concerns, final = envelope, number == len(batches) - 1
+            if _whole_message(outcome):  # the rest would come to the same
+                concerns, final = tuple(chain.from_iterable(batches[number:])), True
+            if not await journal.record(email, outcome, simulated, concerns, final=final):
+                return
+            if final:
+                return
 
-    async def _hand_over(self, email: Email, handover: Handover) -> bool:
+    async def _settle(
+        self, email: Email, domain: Domain | None, settling: list[str], real: list[str],
+        simulated: Sequence[SimulatedRecipient], handed_over_by: str,
+    ) -> bool:  # fmt: skip
+        """Settle the envelope a dead runner handed over; whether the attempt goes on
+        (recipients it had not reached yet)."""
+        envelope = tuple(settling)
+        delivery = Delivery(
+            email.id, envelope_sender(email, domain, self._secret, envelope), envelope,
+            handed_over_by, email.attempts, real.index(envelope[0]),
+        )  # fmt: skip
+        outcome = await self.provider.settle(delivery)
+        states = vars(email)["recipient_states"]
+        again = isinstance(outcome, TemporaryFailure) and outcome.retry_now  # never went out
+        more = again or any(states[each] == QUEUED for each in real if each not in envelope)
+        recorded = await self.journal.record(email, outcome, simulated, envelope, final=not more)
+        return recorded and more
+
+    async def _hand_over(
+        self, email: Email, handover: Handover, envelope: tuple[str, ...], *, first: bool
+    ) -> bool:
         """Whether the handover was committed (and so completed); abandoned if not."""
-        decision = self.journal.submit_handover(email, handover)
+        decision = self.journal.submit_handover(email, handover, envelope, first=first)
         try:
             committed = await asyncio.shield(decision)
         except asyncio.CancelledError:
@@ -368,18 +431,14 @@ class DeliveryWorker:
                 contents = await delivery.attachment_contents(session, stored)
         return await self._builder.build(email, domain, attachments, contents)
 
-    async def _settle(self, email: Email, domain: Domain | None, handed_over_by: str) -> None:
-        real, simulated = split_recipients(email.delivery_recipients, self.settings.test_domain)
-        delivery = Delivery(
-            email.id,
-            envelope_sender(email, domain, self._secret),
-            tuple(real),
-            handed_over_by,
-            email.attempts,
-        )
-        outcome = await self.provider.settle(delivery)
-        await self.journal.record(email, outcome, simulated)
-
     async def sweep_outbox(self, outbox: OutboxProvider) -> None:
         """Pending outbox files of attempts that are over (``runner.delivery_leftovers``)."""
         await sweep_outbox(self.context.database, outbox)
+
+
+def _whole_message(outcome: Outcome) -> bool:
+    """An outcome about the message or the relay rather than one recipient: the
+    attempt's other recipients would come to the same."""
+    if isinstance(outcome, TemporaryFailure):
+        return not outcome.recipients
+    return isinstance(outcome, PermanentFailure) and not outcome.bounced

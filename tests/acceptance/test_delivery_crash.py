@@ -1,5 +1,9 @@
-"""A runner SIGKILLed again and again while delivering: every email still reaches the
-listener exactly once, and ends ``delivered``.
+"""A runner SIGKILLed again and again while delivering: every email still reaches each
+of its recipients exactly once, and ends ``delivered``.
+
+One email in five has a second recipient the listener defers (450) the first time: the
+first recipient has the email at once, in an envelope of its own, and the deferred one
+once after its retry (the backoff is cut short by moving the retry's time forward).
 
 The listener is a real aiosmtpd server in this process; the runner is the real
 ``mailbridge runner`` in a subprocess, pointed at it with ``MAILBRIDGE_SMTP_URL``.
@@ -24,11 +28,12 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import asyncpg
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from mailbridge.clock import SystemClock
 from mailbridge.config import Settings
@@ -42,6 +47,7 @@ from tests.integration.email_factory import add_domain, add_email
 from tests.smtp_listener import Listener, smtp_listener
 
 EMAILS = 500
+MIXED_EVERY = 5  # every fifth email also goes to a recipient deferred once
 KILLS = 6
 LEASE_SECONDS = 2
 
@@ -83,19 +89,41 @@ async def _execute(sql: str) -> None:
         await connection.close()
 
 
-async def _seed(settings: Settings, count: int) -> list[str]:
+def _recipients(n: int) -> list[str]:
+    first = f"customer{n}@mail.net"
+    return [first, f"deferred{n}@mail.net"] if n % MIXED_EVERY == 0 else [first]
+
+
+async def _seed(settings: Settings, count: int) -> dict[tuple[str, str], int]:
+    """The emails; one copy expected for each (message id, recipient)."""
     context = ServiceContext(settings, Database.from_settings(settings), SystemClock())
+    expected = {}
     try:
         async with context.database.session() as session:
             team = await teams.create_team(session, context.clock, "crash", "pro")
             await session.commit()
         domain = await add_domain(context, team.id)
-        return [
-            (await add_email(context, domain, to=[f"customer{n}@mail.net"])).message_id
-            for n in range(count)
-        ]
+        for n in range(count):
+            email = await add_email(context, domain, to=_recipients(n))
+            expected.update({(email.message_id, each): 1 for each in _recipients(n)})
+        return expected
     finally:
         await context.database.dispose()
+
+
+async def _retry_now(settings: Settings) -> None:
+    """The backoff of deferred recipients over: their emails due now."""
+    database = Database.from_settings(settings)
+    try:
+        async with database.session() as session:
+            await session.execute(
+                update(Email)
+                .where(Email.status == "delivery_delayed", Email.lease_owner.is_(None))
+                .values(due_at=datetime.now(UTC))
+            )
+            await session.commit()
+    finally:
+        await database.dispose()
 
 
 async def _statuses(settings: Settings) -> dict[str, int]:
@@ -138,12 +166,14 @@ def _wait_for_messages(listener: Listener, count: int, runner: subprocess.Popen[
 def test_a_runner_killed_while_delivering_delivers_each_email_exactly_once(
     target: Target, tmp_path: Path, pipelining: bool
 ) -> None:
-    message_ids = asyncio.run(_seed(target.settings, EMAILS))
+    expected = asyncio.run(_seed(target.settings, EMAILS))
     rng = random.Random()
     log = tmp_path / "runner.log"
     with smtp_listener(pipelining=pipelining) as listener:
         # A little work per message at the relay, so that deliveries overlap.
         listener.handler.data_delay = 0.005
+        for n in range(0, EMAILS, MIXED_EVERY):
+            listener.handler.refuse_rcpt(f"deferred{n}@mail.net", "450 4.2.1 try again later")
         for _ in range(KILLS):
             before = len(listener.messages())
             runner = _start(target, listener, log)
@@ -162,11 +192,17 @@ def test_a_runner_killed_while_delivering_delivers_each_email_exactly_once(
             while asyncio.run(_statuses(target.settings)) != {"delivered": EMAILS}:
                 assert runner.poll() is None, log.read_text()[-3000:]
                 assert time.monotonic() < deadline, asyncio.run(_statuses(target.settings))
+                asyncio.run(_retry_now(target.settings))
                 time.sleep(0.25)
         finally:
             runner.send_signal(signal.SIGTERM)
             assert runner.wait(60) == 0
-        received = collections.Counter(message.message_id for message in listener.messages())
+        received = collections.Counter(
+            (message.message_id, recipient)
+            for message in listener.messages()
+            for recipient in message.rcpt_tos
+        )
+    assert all(len(message.rcpt_tos) == 1 for message in listener.messages())
 
-    assert received == {message_id: 1 for message_id in message_ids}
+    assert received == expected
     assert "Traceback" not in log.read_text()

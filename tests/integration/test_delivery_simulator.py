@@ -98,9 +98,13 @@ async def test_simulated_recipients_leave_the_envelope_of_a_mixed_email(
     assert await event_log(context, email.id) == [
         ("queued", []),
         ("sent", []),
-        ("delivered", []),
+        ("delivered", ["ann@corp.io"]),
         ("bounced", [f"bounced@{SIM}"]),
         ("delivered", [f"delivered@{SIM}"]),
     ]
-    assert (await load_email(context, email.id)).status == "bounced"
+    stored = await load_email(context, email.id)
+    assert stored.status == "bounced"
+    assert stored.recipient_states == {
+        "ann@corp.io": "delivered", f"bounced@{SIM}": "bounced", f"delivered@{SIM}": "delivered",
+    }  # fmt: skip
     assert await suppressed(context) == {f"bounced@{SIM}": "bounced"}

@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import dkim as dkimpy
 import dns.resolver as dns_resolver
@@ -22,6 +23,7 @@ from mailbridge.runner.delivery import DeliveryWorker
 from mailbridge.services import delivery
 from mailbridge.services.delivery._queue import RetryPolicy
 from mailbridge.services.domains._records import expected_records
+from mailbridge.services.email import email_view, record_open
 from mailbridge.services.kernel import ServiceContext, instance_secret
 from mailbridge.storage.database import Database
 from mailbridge.storage.tables import Domain, Email, EmailEvent, Suppression
@@ -96,6 +98,22 @@ def publish(
     return dnsfunc
 
 
+async def event_data(context: ServiceContext, email_id: str) -> list[dict[str, Any]]:
+    async with context.database.session() as session:
+        rows = await session.scalars(
+            select(EmailEvent.data)
+            .where(EmailEvent.email_id == email_id)
+            .order_by(EmailEvent.created_at, EmailEvent.id)
+        )
+        return [dict(each or {}) for each in rows]
+
+
+async def email_view_of(context: ServiceContext, email_id: str) -> dict[str, Any]:
+    """``GET /emails/:id``'s body for the email."""
+    email = await load_email(context, email_id)
+    return email_view(email, [])
+
+
 async def events(context: ServiceContext, email_id: str) -> list[str]:
     async with context.database.session() as session:
         rows = await session.scalars(
@@ -124,11 +142,20 @@ async def test_an_email_reaches_the_listener_signed_for_its_domain(
     async with worker:
         assert await worker.deliver_due() == 1
 
-    [received] = listener.messages()
-    assert received.message_id == f"<{email.id}@shop.io>"
+    # One envelope a recipient, each with a return path tagged for that recipient alone;
+    # the same signed bytes to all three.
+    copies = {received.rcpt_tos[0]: received for received in listener.messages()}
+    assert sorted(copies) == ["ann@corp.io", "bo@hidden.io", "cy@corp.io"]
     secret = await instance_secret(fake_context.database, fake_context.settings)
-    assert received.mail_from == return_path_address(secret, email.id, "send.shop.io")
-    assert sorted(received.rcpt_tos) == ["ann@corp.io", "bo@hidden.io", "cy@corp.io"]
+    for recipient, received in copies.items():
+        assert received.rcpt_tos == [recipient]
+        assert received.mail_from == return_path_address(
+            secret, email.id, "send.shop.io", recipient
+        )
+        assert received.content == copies["ann@corp.io"].content
+    received = copies["ann@corp.io"]
+    assert len({each.mail_from for each in copies.values()}) == 3
+    assert received.message_id == f"<{email.id}@shop.io>"
     assert received.header("Bcc") is None and b"bo@hidden.io" not in received.content
     assert received.header("Subject") == "Your order"
     assert received.content.startswith(b"DKIM-Signature:")
@@ -141,7 +168,10 @@ async def test_an_email_reaches_the_listener_signed_for_its_domain(
     stored = await load_email(fake_context, email.id)
     assert stored.status == "delivered"
     assert stored.due_at is None and stored.lease_owner is None and stored.sent_at is not None
-    assert await events(fake_context, email.id) == ["queued", "sent", "delivered"]
+    assert stored.recipient_states == dict.fromkeys(copies, "delivered")
+    assert await events(fake_context, email.id) == [
+        "queued", "sent", "delivered", "delivered", "delivered",
+    ]  # fmt: skip
 
 
 async def suppressions(context: ServiceContext) -> list[tuple[str, str, str | None]]:
@@ -187,24 +217,70 @@ async def test_a_temporary_refusal_is_retried_after_the_backoff(
     ]  # fmt: skip
 
 
-async def test_a_deferred_recipient_delays_the_whole_email(
+async def test_a_deferred_recipient_is_retried_alone(
     fake_context: ServiceContext,
     clock: FakeClock,
     shop: Domain,
     worker: DeliveryWorker,
     listener: Listener,
 ) -> None:
+    """250 for one recipient, 450 for another: the accepted one has the email at once,
+    the deferred one once after its retry, and neither a second copy."""
     listener.handler.refuse_rcpt("bo@corp.io", "450 4.2.1 mailbox busy")
     email = await add_email(fake_context, shop, to=["ann@corp.io", "bo@corp.io"])
 
     await worker.deliver_due()
-    assert (await load_email(fake_context, email.id)).status == "delivery_delayed"
-    assert listener.messages() == []  # nobody got it, so nobody gets it twice
+    [first] = listener.messages()
+    assert first.rcpt_tos == ["ann@corp.io"]  # delivered in its own transaction, now
+    waiting = await load_email(fake_context, email.id)
+    assert waiting.status == "delivery_delayed" and waiting.due_at is not None
+    assert waiting.recipient_states == {"ann@corp.io": "delivered", "bo@corp.io": "retrying"}
+    assert waiting.lease_owner is None and waiting.handed_over_by is None
+    view = await email_view_of(fake_context, email.id)
+    assert view["recipients"] == [
+        {"email": "ann@corp.io", "status": "delivered"},
+        {"email": "bo@corp.io", "status": "delivery_delayed"},
+    ]
 
     clock.advance(timedelta(minutes=1))
     await worker.deliver_due()
-    [received] = listener.messages()
-    assert sorted(received.rcpt_tos) == ["ann@corp.io", "bo@corp.io"]
+    second = listener.messages()[1:]
+    assert [message.rcpt_tos for message in second] == [["bo@corp.io"]]
+    done = await load_email(fake_context, email.id)
+    assert done.status == "delivered" and done.due_at is None and done.attempts == 2
+    assert done.recipient_states == {"ann@corp.io": "delivered", "bo@corp.io": "delivered"}
+    assert await events(fake_context, email.id) == [
+        "queued", "sent", "delivered", "delivery_delayed", "sent", "delivered",
+    ]  # fmt: skip
+    data = await event_data(fake_context, email.id)
+    assert [each.get("recipients") for each in data[2:]] == [
+        ["ann@corp.io"], ["bo@corp.io"], None, ["bo@corp.io"],
+    ]  # fmt: skip
+
+    clock.advance(timedelta(hours=1))
+    assert await worker.deliver_due() == 0
+    assert len(listener.messages()) == 2
+
+
+async def test_an_open_of_the_delivered_recipient_keeps_the_deferred_one_queued(
+    fake_context: ServiceContext,
+    clock: FakeClock,
+    shop: Domain,
+    worker: DeliveryWorker,
+    listener: Listener,
+) -> None:
+    """One recipient's engagement (or a late bounce) while another waits for its retry
+    does not take the email out of the queue."""
+    listener.handler.refuse_rcpt("bo@corp.io", "450 4.2.1 mailbox busy")
+    email = await add_email(fake_context, shop, to=["ann@corp.io", "bo@corp.io"])
+    await worker.deliver_due()
+    async with fake_context.database.session() as session:
+        assert await record_open(session, fake_context.clock, email.id)
+    assert (await load_email(fake_context, email.id)).status == "delivery_delayed"
+
+    clock.advance(timedelta(minutes=1))
+    await worker.deliver_due()
+    assert sorted(m.rcpt_tos[0] for m in listener.messages()) == ["ann@corp.io", "bo@corp.io"]
     assert (await load_email(fake_context, email.id)).status == "delivered"
 
 
@@ -470,6 +546,44 @@ async def test_a_settler_killed_after_its_claim_leaves_the_handover_to_its_maker
     assert len(listener.messages()) == received
     settled = await load_email(fake_context, email.id)
     assert settled.status == "delivered" and settled.handed_over_by is None
+
+
+@pytest.mark.parametrize(("filed", "copies_to_ann"), [(True, 0), (False, 1)])
+async def test_a_runner_killed_between_recipients_is_settled_then_continued(
+    fake_context: ServiceContext,
+    clock: FakeClock,
+    shop: Domain,
+    listener: Listener,
+    tmp_path: Path,
+    filed: bool,
+    copies_to_ann: int,
+) -> None:
+    """A dead runner had handed the email over to its first recipient (an envelope of
+    its own) and not yet to the second: the first goes by its receipt, the second gets
+    its one copy, and nobody a second."""
+    email = await add_email(fake_context, shop, to=["ann@corp.io", "bo@corp.io"])
+    await leave_unsettled(fake_context, email.id, "dead-runner")
+    async with fake_context.database.session() as session:
+        row = await session.get(Email, email.id)
+        assert row is not None
+        row.recipient_states = {"ann@corp.io": "sent", "bo@corp.io": "queued"}
+        await session.commit()
+    directory = tmp_path / "handovers"
+    book = ReceiptBook(directory, "dead-runner")
+    book.file(email.id, 2, 1)  # bo's envelope (#1) of the same attempt says nothing of ann's
+    if filed:
+        book.file(email.id, 2)
+    book.close()
+    provider = SmtpProvider(SmtpRelay.from_url(listener.url), pool_size=1, receipts=directory)
+    clock.advance(timedelta(seconds=121))
+    async with DeliveryWorker(fake_context, provider=provider, owner="settler") as worker:
+        await worker.deliver_due()
+
+    sent_to = [message.rcpt_tos for message in listener.messages()]
+    assert sorted(sent_to) == sorted([["ann@corp.io"]] * copies_to_ann + [["bo@corp.io"]])
+    done = await load_email(fake_context, email.id)
+    assert done.recipient_states == {"ann@corp.io": "delivered", "bo@corp.io": "delivered"}
+    assert done.status == "delivered" and done.due_at is None and done.handed_over_by is None
 
 
 async def test_a_receipt_is_filed_for_each_handover(

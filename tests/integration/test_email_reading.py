@@ -65,6 +65,11 @@ async def test_get_email_is_the_record_with_ordered_events(
         "scheduled_at": None,
         "sent_at": "2026-01-05T12:00:00.001Z",
         "tags": [{"name": "category", "value": "welcome"}],
+        "recipients": [
+            {"email": "ada@mail.net", "status": "delivered"},
+            {"email": "cc@mail.net", "status": "delivered"},
+            {"email": "bcc@mail.net", "status": "delivered"},
+        ],
         "events": [
             {"type": "scheduled", "created_at": "2026-01-05T11:00:00.000Z"},
             {"type": "queued", "created_at": "2026-01-05T12:00:00.000Z"},

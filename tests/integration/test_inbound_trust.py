@@ -15,9 +15,21 @@ from tests.integration.email_factory import add_email
 from tests.integration.test_inbound import Inbox, arf, dns, dsn, inbox, letter  # noqa: F401
 
 
-async def return_path(inbox: Inbox, email_id: str) -> str:
+async def return_path(inbox: Inbox, email_id: str, recipient: str | None = None) -> str:
+    """The return path of the email's envelope to ``recipient`` (None: an envelope to
+    several, as mail went out before recipients had envelopes of their own)."""
     secret = await instance_secret(inbox.context.database, inbox.context.settings)
-    return return_path_address(secret, email_id, "send.shop.io")
+    return return_path_address(secret, email_id, "send.shop.io", recipient)
+
+
+async def attempted(inbox: Inbox, email_id: str, states: dict[str, str]) -> None:
+    """The email as the delivery worker leaves it: sent, one envelope a recipient."""
+    async with inbox.context.database.session() as session:
+        email = await session.get(Email, email_id)
+        assert email is not None
+        email.status = email.last_event = "delivered"
+        email.recipient_states = states
+        await session.commit()
 
 
 def unmatched(reason: str) -> float:
@@ -211,3 +223,42 @@ async def test_a_contact_of_the_recipient_is_unsubscribed_by_a_real_complaint(
         assert contact is not None and contact.unsubscribed is True
         row = await session.scalar(select(ReceivedEmail))
         assert row is not None and row.kind == "complaint"
+
+
+async def test_a_co_recipient_cannot_speak_for_another_with_her_own_return_path(
+    inbox: Inbox,
+) -> None:
+    """Ann and Bo got one email, each in an envelope of their own: Ann's return path
+    carries a tag for Ann alone. A report to it naming Bo changes nothing; one naming
+    Ann counts for Ann; the email's tag without a recipient is refused for mail sent
+    with envelopes of their own."""
+    sent = await add_email(inbox.context, inbox.domain, to=["ann@corp.io", "bo@corp.io"])
+    await attempted(inbox, sent.id, {"ann@corp.io": "delivered", "bo@corp.io": "delivered"})
+    anns = await return_path(inbox, sent.id, "ann@corp.io")
+    assert anns != await return_path(inbox, sent.id, "bo@corp.io")
+    not_a_recipient, forged = unmatched("not_a_recipient"), unmatched("forged_return_path")
+
+    await inbox.deliver(dsn(sent.id, "bo@corp.io"), anns, sender="ann@corp.io")
+    await inbox.deliver(arf(sent.id, "bo@corp.io"), anns, sender="ann@corp.io")
+    await inbox.deliver(dsn(sent.id, "bo@corp.io"), await return_path(inbox, sent.id))
+    assert await suppressed(inbox) == []
+    assert unmatched("not_a_recipient") == not_a_recipient + 2
+    assert unmatched("forged_return_path") == forged + 1
+    async with inbox.context.database.session() as session:
+        email = await session.get(Email, sent.id)
+        assert email is not None and email.status == "delivered"
+        assert email.recipient_states == {"ann@corp.io": "delivered", "bo@corp.io": "delivered"}
+
+    await inbox.deliver(dsn(sent.id, "ann@corp.io"), anns, sender="mailer-daemon@corp.io")
+    assert await suppressed(inbox) == ["ann@corp.io"]
+    async with inbox.context.database.session() as session:
+        email = await session.get(Email, sent.id)
+        assert email is not None and email.status == "bounced"
+        assert email.recipient_states == {"ann@corp.io": "bounced", "bo@corp.io": "delivered"}
+    kinds = [row.kind for row in await inbox.rows()]
+    assert sorted(kinds) == ["bounce"] + ["unmatched_report"] * 3
+    recipients = (await inbox.client.get(f"/emails/{sent.id}")).json()["recipients"]
+    assert recipients == [
+        {"email": "ann@corp.io", "status": "bounced"},
+        {"email": "bo@corp.io", "status": "delivered"},
+    ]

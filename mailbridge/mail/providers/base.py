@@ -29,7 +29,7 @@ Outcomes:
 - :class:`Accepted` — the provider took the message (some recipients may have been
   refused permanently: ``rejected``);
 - :class:`TemporaryFailure` — 4xx, connection trouble before the handover: retry
-  later (``delivery_delayed``);
+  later (``delivery_delayed``); with ``recipients``, those addresses were deferred;
 - :class:`PermanentFailure` — 5xx: with ``recipients``, those addresses bounced (and
   join the suppression list); without, the message itself failed (``failed``);
 - :class:`Unconfirmed` — handed over but the answer was lost (the connection broke
@@ -54,6 +54,9 @@ class Delivery:
     # names the attempt's temporary state and evidence.
     attempt: str
     attempt_number: int = 0  # the email's ``attempts`` when this attempt claimed it
+    # Which of the email's envelopes this is: its first recipient's place among the
+    # email's (receipts tell the envelopes of one attempt apart by it).
+    envelope: int = 0
 
     @property
     def needs_smtputf8(self) -> bool:
@@ -71,6 +74,8 @@ class Accepted:
 class TemporaryFailure:
     reason: str
     retry_now: bool = False  # nothing was handed over: try again at once, not after a backoff
+    # Deferred at RCPT (these addresses); empty: the message or the connection was.
+    recipients: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -109,6 +114,9 @@ class Handover(Protocol):
 
 class Provider(Protocol):
     name: str
+    # Whether each recipient gets an envelope (a transaction, a return path) of its own:
+    # per-recipient outcomes and return paths that speak for one recipient alone.
+    per_recipient: bool
 
     async def prepare(self, delivery: Delivery, message: bytes) -> Handover | Outcome:
         """Everything short of the point of no return; an outcome when that already failed."""

@@ -57,6 +57,7 @@ class OutboxHandover:
 
 class OutboxProvider:
     name = "file"
+    per_recipient = False  # one file an email, every recipient in its envelope headers
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory

@@ -20,9 +20,12 @@ The receipts of one runner are a ring of fixed-size slots in a memory-mapped fil
 the pages belong to the kernel's page cache, so a receipt filed before the process is
 killed is in the file afterwards. The ring has room for far more handovers than a
 runner ever has in flight, so a slot is reused only long after its handover was
-settled. A receipt names the email and the attempt number (the email's ``attempts``
+settled. A receipt names the email, the attempt number (the email's ``attempts``
 when it was claimed), so a receipt of an earlier attempt is never taken for the one
-being settled.
+being settled, and the envelope: each recipient of an email has its own transaction, its
+own terminator and its own receipt, named by the recipient's place among the email's
+(``#<n>`` after the attempt; the first's receipt has none, as before envelopes were
+per recipient).
 """
 
 from __future__ import annotations
@@ -38,8 +41,8 @@ SLOTS = 65536  # 4 MiB a runner
 _BLANK = b" " * (SLOT - 1) + b"\n"
 
 
-def _record(email_id: str, attempt: int) -> bytes:
-    text = f"{email_id} {attempt}"
+def _record(email_id: str, attempt: int, envelope: int = 0) -> bytes:
+    text = f"{email_id} {attempt}" + (f"#{envelope}" if envelope else "")
     return text.encode("ascii").ljust(SLOT - 1) + b"\n"
 
 
@@ -57,11 +60,11 @@ class ReceiptBook:
             os.close(descriptor)
         self._next = 0
 
-    def file(self, email_id: str, attempt: int) -> int:
+    def file(self, email_id: str, attempt: int, envelope: int = 0) -> int:
         """Files a receipt; returns its slot (for :meth:`withdraw`)."""
         slot = self._next
         offset = slot * SLOT
-        self._map[offset : offset + SLOT] = _record(email_id, attempt)
+        self._map[offset : offset + SLOT] = _record(email_id, attempt, envelope)
         self._next = (slot + 1) % SLOTS
         return slot
 
@@ -74,7 +77,9 @@ class ReceiptBook:
         self._map.close()
 
 
-def receipt_filed(directory: Path, runner: str, email_id: str, attempt: int) -> bool | None:
+def receipt_filed(
+    directory: Path, runner: str, email_id: str, attempt: int, envelope: int = 0
+) -> bool | None:
     """Whether ``runner`` filed a receipt for this attempt; None when its book is not
     here (another host's runner, or none kept): nothing to go by."""
     path = directory / f"{runner}.receipts"
@@ -82,7 +87,7 @@ def receipt_filed(directory: Path, runner: str, email_id: str, attempt: int) -> 
         content = path.read_bytes()
     except FileNotFoundError:
         return None
-    record = _record(email_id, attempt)
+    record = _record(email_id, attempt, envelope)
     position = content.find(record)
     while position != -1 and position % SLOT:
         position = content.find(record, position + 1)

@@ -93,6 +93,7 @@ def data_content(message: bytes) -> bytes:
 
 class SmtpProvider:
     name = "smtp"
+    per_recipient = True
 
     def __init__(
         self,
@@ -260,7 +261,9 @@ class SmtpProvider:
         async with asyncio.timeout(self.relay.timeout):
             handover = await self._transaction(connection, delivery, content, options, encoding)
         if isinstance(handover, SmtpHandover) and book is not None:
-            handover.receipt = (book, delivery.email_id, delivery.attempt_number)
+            handover.receipt = (
+                book, delivery.email_id, delivery.attempt_number, delivery.envelope
+            )  # fmt: skip
         return handover
 
     async def _transaction(
@@ -293,8 +296,11 @@ class SmtpProvider:
         if sender.code != 250:
             outcome = _refusal(sender, "MAIL FROM")
         elif deferred:
-            # Retry the whole email later: nothing has been delivered to anyone yet.
-            outcome = TemporaryFailure("RCPT TO deferred: " + "; ".join(_pairs(deferred)))
+            # Retry the whole envelope later: nothing has been delivered to anyone yet
+            # (the delivery worker gives every recipient an envelope of its own).
+            outcome = TemporaryFailure(
+                "RCPT TO deferred: " + "; ".join(_pairs(deferred)), recipients=tuple(deferred)
+            )
         elif not accepted:
             outcome = PermanentFailure(
                 "RCPT TO refused: " + "; ".join(_pairs(rejected)), tuple(rejected)
@@ -353,6 +359,7 @@ class SmtpProvider:
                 delivery.attempt,
                 delivery.email_id,
                 delivery.attempt_number,
+                delivery.envelope,
             )
         if filed is False:
             return TemporaryFailure(

@@ -76,7 +76,7 @@ class SmtpHandover:
         self._rejected = rejected
         self._lost: Exception | None = None
         self._released = False
-        self.receipt: tuple[ReceiptBook, str, int] | None = None
+        self.receipt: tuple[ReceiptBook, str, int, int] | None = None
 
     def complete(self) -> None:
         # The receipt before the write (see ``receipts``: after it, the runner may sit
@@ -84,8 +84,8 @@ class SmtpHandover:
         book: ReceiptBook | None = None
         slot = 0
         if self.receipt is not None:
-            book, email_id, attempt = self.receipt
-            slot = book.file(email_id, attempt)
+            book, email_id, attempt, envelope = self.receipt
+            slot = book.file(email_id, attempt, envelope)
         protocol = self._connection.protocol
         try:
             protocol.write(self._held + b".\r\n")

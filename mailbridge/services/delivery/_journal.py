@@ -62,6 +62,13 @@ from mailbridge.services.delivery._journal_writes import (
     _Writes,
 )
 from mailbridge.services.delivery._queue import RetryPolicy
+from mailbridge.services.delivery._recipients import (
+    QUEUED,
+    RETRYING,
+    SENT,
+    final_status,
+    waiting,
+)
 from mailbridge.services.email import EMAIL_EVENT_TYPES, STICKY, event_rows
 from mailbridge.services.operations import delivery_attempted
 from mailbridge.storage.database import Database
@@ -107,29 +114,42 @@ class DeliveryJournal:
 
     # --- what deliveries call -------------------------------------------------------
 
-    async def hand_over(self, email: Email, handover: Handover) -> bool:
-        """Record ``email`` as sent and complete ``handover`` right after the commit.
-        False: not recorded (lease lost) and not completed — abandon the handover."""
-        return await self._submit(_Entry(email, self._future(), handover=handover))
+    async def hand_over(
+        self, email: Email, handover: Handover, recipients: tuple[str, ...] = (),
+        *, first: bool = True,
+    ) -> bool:  # fmt: skip
+        """Record ``email`` as sent to ``recipients`` and complete ``handover`` right
+        after the commit. False: not recorded (lease lost) and not completed — abandon
+        the handover. ``first``: the attempt's first handover (its ``sent`` event)."""
+        entry = _Entry(email, self._future(), handover=handover, recipients=recipients,
+                       first=first)  # fmt: skip
+        return await self._submit(entry)
 
-    def submit_handover(self, email: Email, handover: Handover) -> asyncio.Future[bool]:
+    def submit_handover(
+        self, email: Email, handover: Handover, recipients: tuple[str, ...] = (),
+        *, first: bool = True,
+    ) -> asyncio.Future[bool]:  # fmt: skip
         """:meth:`hand_over` as a future of the journal's decision: it stands whatever
         happens to the caller, which can shield it and learn the decision even when
         cancelled (a committed handover must never be abandoned)."""
-        entry = _Entry(email, self._future(), handover=handover)
+        entry = _Entry(email, self._future(), handover=handover, recipients=recipients,
+                       first=first)  # fmt: skip
         self._pending.append(entry)
         self._arrived.set()
         self.start()  # if not running yet
         return entry.future
 
     async def record(
-        self, email: Email, outcome: Outcome, simulated: Sequence[SimulatedRecipient] = ()
-    ) -> bool:
-        """Record what became of an attempt (and the simulated recipients' events)."""
+        self, email: Email, outcome: Outcome | None, simulated: Sequence[SimulatedRecipient] = (),
+        recipients: tuple[str, ...] = (), *, final: bool = True,
+    ) -> bool:  # fmt: skip
+        """Record what became of an attempt for ``recipients`` (every recipient, when the
+        email's states are not kept), and, when ``final``, the attempt's end (the
+        simulated recipients' events). ``None``: nothing more to record but the end."""
         delivery_attempted(outcome)
-        return await self._submit(
-            _Entry(email, self._future(), outcome=outcome, simulated=simulated)
-        )
+        entry = _Entry(email, self._future(), outcome=outcome, simulated=simulated,
+                       recipients=recipients, final=final)  # fmt: skip
+        return await self._submit(entry)
 
     async def record_simulated(self, email: Email, simulated: Sequence[SimulatedRecipient]) -> bool:
         """An email whose recipients are all simulated: sent and its events, at once."""
@@ -245,10 +265,12 @@ class DeliveryJournal:
         return committed
 
     def _record(
-        self, writes: _Writes, email: Email, event_type: str, data: dict[str, Any] | None = None
-    ) -> None:
+        self, writes: _Writes, email: Email, event_type: str, data: dict[str, Any] | None = None,
+        *, status: bool = True,
+    ) -> None:  # fmt: skip
         """``record_email_event``, as rows for the group's executemany (``event_rows``):
-        the same event and activity rows, the same status rule."""
+        the same event and activity rows, the same status rule. ``status=False``: the
+        event leaves the status alone (the attempt's end sets it from the recipients)."""
         if event_type not in EMAIL_EVENT_TYPES:
             raise ValueError(f"unknown email event {event_type!r}")
         now = writes.now
@@ -257,7 +279,9 @@ class DeliveryJournal:
         if activity is not None:
             writes.activities.append(activity)
         row = vars(email)
-        if not (row["status"] in STICKY and event_type not in STICKY):
+        if not status:
+            row["last_event"] = event_type
+        elif not (row["status"] in STICKY and event_type not in STICKY):
             row["status"] = row["last_event"] = event_type
         row["updated_at"] = now
 
@@ -265,34 +289,75 @@ class DeliveryJournal:
         email = entry.email
         row = vars(email)
         now = writes.now
+        states: dict[str, str] = row.get("recipient_states") or {}
         if entry.handover is not None:
             # Kept leased until the outcome is recorded; if this runner dies first, the
             # email comes due at the end of the lease and is settled, not re-sent.
             row["sent_at"] = now
             row["due_at"] = row["lease_until"] = writes.lease_until
             row["handed_over_by"] = self.owner
-            self._record(writes, email, "sent")
+            for address in entry.recipients:
+                states[address] = SENT
+            if entry.first:
+                self._record(writes, email, "sent")
+            return
+        if entry.outcome is not None:
+            self._apply_outcome(writes, email, entry.outcome, entry.recipients, states)
+        if not entry.final:
+            # More recipients to hand over in this attempt: still leased, nothing to settle.
+            row["due_at"] = row["lease_until"] = writes.lease_until
+            row["handed_over_by"] = None
             return
         _finish(row)
-        if entry.outcome is None:  # simulated recipients only
+        if entry.outcome is None and not states:  # simulated recipients only
             row["sent_at"] = now
             row["last_error"] = None
             self._record(writes, email, "sent")
-        else:
-            self._apply_outcome(writes, email, entry.outcome)
+        elif states and waiting(states):
+            retry_now = QUEUED in states.values() or (
+                isinstance(entry.outcome, TemporaryFailure) and entry.outcome.retry_now
+            )
+            delay = None if retry_now else self.retry_policy.delay_after(row["attempts"])
+            row["due_at"] = now + (delay or timedelta(0))
+            row["status"] = "delivery_delayed"
+        elif states:
+            row["status"] = final_status(states)
         if row["due_at"] is None:
             self._apply_simulated(writes, email, entry.simulated)
 
-    def _apply_outcome(self, writes: _Writes, email: Email, outcome: Outcome) -> None:
+    def _apply_outcome(
+        self, writes: _Writes, email: Email, outcome: Outcome, recipients: tuple[str, ...],
+        states: dict[str, str],
+    ) -> None:  # fmt: skip
+        """The events of one outcome for ``recipients``, and their states. Without states
+        kept (an email recorded as a whole), the events set the status as they go."""
         row = vars(email)
+        tracked = bool(states)
+        named: dict[str, object] = {"recipients": list(recipients)} if recipients else {}
+
+        def mark(addresses: Sequence[str], state: str) -> None:
+            for address in addresses:
+                if address in states:
+                    states[address] = state
+
         if isinstance(outcome, Accepted):
             row["last_error"] = None
+            taken = [address for address in recipients if address not in outcome.rejected]
             data: dict[str, object] = {"reply": outcome.reply}
+            if recipients:
+                data["recipients"] = taken
             if not outcome.confirmed:
                 data["confirmed"] = False
-            self._record(writes, email, "delivered", data)
+            self._record(writes, email, "delivered", data, status=not tracked)
+            mark(taken, "delivered")
             for address, reply in outcome.rejected.items():
-                self._bounce(writes, email, [address], reply)
+                self._bounce(writes, email, [address], reply, tracked)
+                mark([address], "bounced")
+        elif isinstance(outcome, TemporaryFailure) and outcome.retry_now and tracked:
+            # Nothing was handed over (a dead runner's unterminated message): these
+            # recipients are tried again at once, in this attempt if it goes on.
+            row["last_error"] = outcome.reason
+            mark(recipients, QUEUED)
         elif isinstance(outcome, TemporaryFailure):
             attempts = row["attempts"]
             delay = timedelta(0) if outcome.retry_now else self.retry_policy.delay_after(attempts)
@@ -300,32 +365,50 @@ class DeliveryJournal:
             if delay is None:
                 reason = f"gave up after {attempts} attempts: {outcome.reason}"
                 row["last_error"] = reason
-                self._record(writes, email, "failed", {"reason": reason})
+                self._record(writes, email, "failed", {"reason": reason, **named},
+                             status=not tracked)  # fmt: skip
+                mark(recipients, "failed")
                 return
-            row["due_at"] = writes.now + delay
+            retry_at = writes.now + delay
+            if not tracked:
+                row["due_at"] = retry_at
             self._record(
                 writes, email, "delivery_delayed",
-                {"reason": outcome.reason, "next_attempt_at": isoformat_ms(row["due_at"])},
+                {"reason": outcome.reason, "next_attempt_at": isoformat_ms(retry_at), **named},
+                status=not tracked,
             )  # fmt: skip
+            mark(recipients, RETRYING)
         elif isinstance(outcome, PermanentFailure):
             row["last_error"] = outcome.reason
             if outcome.bounced:
-                self._bounce(writes, email, list(outcome.recipients), outcome.reason)
+                self._bounce(writes, email, list(outcome.recipients), outcome.reason, tracked)
+                mark(outcome.recipients, "bounced")
+                mark([each for each in recipients if each not in outcome.recipients], "failed")
             else:
-                self._record(writes, email, "failed", {"reason": outcome.reason})
+                self._record(writes, email, "failed", {"reason": outcome.reason, **named},
+                             status=not tracked)  # fmt: skip
+                mark(recipients, "failed")
         elif isinstance(outcome, Unconfirmed):
             # Stays ``sent``: handed over, answer lost; sending again could deliver twice.
             row["last_error"] = outcome.reason
+            mark(recipients, "unconfirmed")
 
-    def _bounce(self, writes: _Writes, email: Email, recipients: list[str], reason: str) -> None:
-        self._record(writes, email, "bounced", {"recipients": recipients, "reason": reason})
+    def _bounce(
+        self, writes: _Writes, email: Email, recipients: list[str], reason: str, tracked: bool
+    ) -> None:
+        self._record(writes, email, "bounced", {"recipients": recipients, "reason": reason},
+                     status=not tracked)  # fmt: skip
         for address in recipients:
             writes.suppressions.append((email.team_id, address, "bounced", email.id))
 
     def _apply_simulated(
         self, writes: _Writes, email: Email, simulated: Sequence[SimulatedRecipient]
     ) -> None:
+        row = vars(email)
+        if simulated:
+            states = row["recipient_states"] = dict(row.get("recipient_states") or {})
         for recipient in simulated:
+            states[recipient.address] = recipient.kind  # delivered, bounced, complained …
             for event_type in recipient.events:
                 data = {"recipients": [recipient.address], "simulated": True}
                 self._record(writes, email, event_type, data)

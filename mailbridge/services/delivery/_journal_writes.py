@@ -39,6 +39,9 @@ class _Entry:
     handover: Handover | None = None
     outcome: Outcome | None = None
     simulated: Sequence[SimulatedRecipient] = field(default_factory=tuple)
+    recipients: tuple[str, ...] = ()  # whom the handover or outcome concerns
+    first: bool = True  # the attempt's first handover (its ``sent`` event)
+    final: bool = True  # the attempt is over with this outcome
 
 
 class _Writes:
@@ -93,8 +96,11 @@ class _Writes:
 _SUMMARY = ("id", "team_id", "from_address", "to", "subject", "created_at", "tags")
 _STATE = (
     "id", "status", "last_event", "updated_at", "sent_at", "due_at", "lease_owner",
-    "lease_until", "handed_over_by", "last_error",
+    "lease_until", "handed_over_by", "last_error", "recipient_states",
 )  # fmt: skip
+# A handover goes ahead for an email still waiting, or one whose attempt has already
+# handed it over to other recipients (one envelope each).
+HANDING_OVER = (*PENDING_STATUSES, "sent")
 
 
 def _email_state(email: Email) -> dict[str, object]:
@@ -141,9 +147,9 @@ def _fence_inline(
     sql = "SELECT id FROM emails WHERE id IN (SELECT value FROM json_each(?)) AND lease_owner = ?"
     parameters: list[Any] = [json.dumps(ids), owner]
     if handovers:
-        pending = ", ".join("?" for _ in PENDING_STATUSES)
+        pending = ", ".join("?" for _ in HANDING_OVER)
         sql += f" AND (id NOT IN (SELECT value FROM json_each(?)) OR status IN ({pending}))"
-        parameters += [json.dumps(handovers), *PENDING_STATUSES]
+        parameters += [json.dumps(handovers), *HANDING_OVER]
     return {email_id for (email_id,) in connection.execute(sql, parameters)}
 
 
@@ -151,10 +157,11 @@ async def _fence(
     session: AsyncSession, owner: str, ids: list[str], handovers: list[str]
 ) -> set[str]:
     """The ids among ``ids`` still leased to ``owner``, locked for this transaction; of
-    ``handovers``, only those still pending (not canceled meanwhile)."""
+    ``handovers``, only those still pending or handed over to others (not canceled
+    meanwhile)."""
     condition = [Email.id.in_(ids), Email.lease_owner == owner]
     if handovers:
-        condition.append(or_(Email.id.not_in(handovers), Email.status.in_(PENDING_STATUSES)))
+        condition.append(or_(Email.id.not_in(handovers), Email.status.in_(HANDING_OVER)))
     statement = (
         update(Email)
         .where(*condition)

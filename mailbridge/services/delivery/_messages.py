@@ -9,8 +9,8 @@
   ``mail.rendering`` renderer, on the event loop or in a worker process;
 - envelope sender ``bounces+<email id>-<tag>@<return path>.<domain>``: the return-path
   subdomain whose MX and SPF the domain publishes, and an address that names the
-  email with a keyed tag (``mail.return_path``), so a bounce that arrives later can be
-  matched to it and nobody else can speak for it.
+  email with a tag keyed to it and the envelope's recipient (``mail.return_path``), so
+  a bounce that arrives later can be matched to both and nobody else can speak for it.
 """
 
 from __future__ import annotations
@@ -55,10 +55,16 @@ class BuiltMessage:
     content: bytes
 
 
-def envelope_sender(email: Email, domain: Domain | None, secret: bytes) -> str:
+def envelope_sender(
+    email: Email, domain: Domain | None, secret: bytes, envelope: tuple[str, ...] = ()
+) -> str:
+    """The return path of the envelope to ``envelope``: tagged for its recipient when it
+    has one, for the email alone when it has several."""
     if domain is None:
         return email.from_email
-    return return_path_address(secret, email.id, f"{domain.return_path}.{domain.name}")
+    recipient = envelope[0] if len(envelope) == 1 else None
+    host = f"{domain.return_path}.{domain.name}"
+    return return_path_address(secret, email.id, host, recipient)
 
 
 class MessageBuilder:

@@ -28,6 +28,11 @@ PUBLISHED = frozenset(EMAIL_EVENT_TYPES - {"queued", "canceled"})
 PENDING_STATUSES = ("queued", "scheduled", "delivery_delayed")
 # Engagement never hides a worse outcome: an opened email that later bounces is bounced.
 STICKY = frozenset({"bounced", "complained", "failed", "canceled", "suppressed"})
+# An email in these statuses with ``due_at`` set has recipients still being delivered to
+# (an attempt under way, or a retry to come): its status is the delivery worker's until
+# that is over (``services.delivery``), whatever one recipient's open or bounce says —
+# the queue claims by status.
+DELIVERING = frozenset({"sent", "delivery_delayed"})
 
 
 def activity_data(email: Email | dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
@@ -80,7 +85,11 @@ def record_email_event(
         created_at=now,
     )  # fmt: skip
     session.add(event)
-    if update_status and not (email.status in STICKY and event_type not in STICKY):
+    if (
+        update_status
+        and not (email.status in STICKY and event_type not in STICKY)
+        and not (email.due_at is not None and email.status in DELIVERING)
+    ):
         email.status = event_type
         email.last_event = event_type
     email.updated_at = now

@@ -249,12 +249,33 @@ def event_view(event: EmailEvent) -> dict[str, Any]:
     return view
 
 
+def recipients_view(email: Email) -> list[dict[str, str]]:
+    """Each address the email names and where it stands: the delivery worker's state for
+    it (one envelope a recipient; ``retrying`` reads ``delivery_delayed``), the email's
+    status before any attempt (or for a recipient it does not track: a simulated one),
+    ``suppressed`` for an address the suppression list kept out."""
+    states = email.recipient_states or {}
+    delivered_to = set(email.delivery_recipients or ())
+    view = []
+    for address in (email.recipients_text or "").split("\n"):
+        if not address:
+            continue
+        if address not in delivered_to:
+            status = "suppressed"
+        else:
+            state = states.get(address, email.status)
+            status = "delivery_delayed" if state == "retrying" else state
+        view.append({"email": address, "status": status})
+    return view
+
+
 def email_view(email: Email, events: Sequence[EmailEvent]) -> dict[str, Any]:
     return {
         "object": "email",
         **email_summary(email),
         "html": email.html,
         "text": email.text,
+        "recipients": recipients_view(email),
         "events": [event_view(event) for event in events],
     }
 

@@ -79,11 +79,25 @@ def _bounce_data(bounced: Sequence[BouncedAddress]) -> dict[str, object]:
     }  # fmt: skip
 
 
+def _mark(email: Email, addresses: Sequence[str], state: str, only_from: str | None = None) -> None:
+    """What a report says of these recipients, in the email's recipient states (those it
+    keeps; ``only_from``: only a recipient in that state changes)."""
+    states = dict(email.recipient_states or {})
+    changed = False
+    for address in (each.lower() for each in addresses):
+        if address in states and (only_from is None or states[address] == only_from):
+            states[address] = state
+            changed = True
+    if changed:
+        email.recipient_states = states  # a new dict: the JSON column sees the change
+
+
 async def record_bounce(
     session: AsyncSession, clock: Clock, email: Email, bounced: Sequence[BouncedAddress]
 ) -> None:
     """``bounced`` are recipients of ``email`` the report says failed (never empty)."""
     record_email_event(session, clock, email, "bounced", _bounce_data(bounced))
+    _mark(email, [item.address for item in bounced], "bounced")
     for item in bounced:
         if item.hard:
             await suppress(session, clock, email.team_id, item.address.lower(), "bounced", email.id)
@@ -95,6 +109,7 @@ def record_delay(
     """``delayed`` are recipients of ``email`` a remote server is still trying."""
     data = _bounce_data(delayed)
     record_email_event(session, clock, email, "delivery_delayed", data, update_status=False)
+    _mark(email, [item.address for item in delayed], "delivery_delayed", only_from="delivered")
 
 
 async def record_complaint(
@@ -104,6 +119,7 @@ async def record_complaint(
     team_id, recipient = email.team_id, recipient.lower()
     data = {"recipients": [recipient], "feedback_type": feedback_type}
     record_email_event(session, clock, email, "complained", data)
+    _mark(email, [recipient], "complained")
     await suppress(session, clock, team_id, recipient, "complained", email.id)
     contacts = await session.scalars(
         select(Contact).where(Contact.team_id == team_id, Contact.email == recipient)

@@ -4,7 +4,9 @@ Anyone on the internet can send a DSN or an ARF report, and every recipient of a
 sees its return path. So a report acts only on what it provably concerns:
 
 1. **Which email.** A report to a return path whose tag verifies (``mail.return_path``)
-   is about the email it names. A report to any other address of the team — the
+   is about the email it names — and about the one recipient the tag was made for (each
+   recipient has an envelope and a return path of its own), so a co-recipient who read
+   the return path cannot speak for another. A report to any other address of the team — the
    feedback address a mailbox provider's loop was given, or a return path from before
    tags — is about the email whose ``Message-ID`` the report's copy of the original
    carries, when that is an email of the team's with that very Message-ID (mailbridge
@@ -76,9 +78,9 @@ async def _reported(
 
 
 async def _bounce(
-    session: AsyncSession, context: ServiceContext, email: Email, report: Bounce
+    session: AsyncSession, context: ServiceContext, email: Email, route: Route, report: Bounce
 ) -> Finding:
-    recipients = set(email.delivery_recipients)
+    recipients = {route.recipient} if route.recipient else set(email.delivery_recipients)
     named = [item for item in report.recipients if item.address.lower() in recipients]
     if not named:
         return _unmatched("not_a_recipient")
@@ -95,9 +97,10 @@ async def _bounce(
 
 
 async def _complaint(
-    session: AsyncSession, context: ServiceContext, email: Email, report: Complaint
-) -> Finding:
-    recipients = email.delivery_recipients
+    session: AsyncSession, context: ServiceContext, email: Email, route: Route,
+    report: Complaint,
+) -> Finding:  # fmt: skip
+    recipients = [route.recipient] if route.recipient else email.delivery_recipients
     if report.original_recipient is not None:
         recipient = report.original_recipient.lower()
         if recipient not in recipients:
@@ -119,8 +122,8 @@ async def record_report(
     if isinstance(email, str):
         return _unmatched(email)
     if isinstance(report, Bounce):
-        return await _bounce(session, context, email, report)
-    return await _complaint(session, context, email, report)
+        return await _bounce(session, context, email, route, report)
+    return await _complaint(session, context, email, route, report)
 
 
 async def record_reply(

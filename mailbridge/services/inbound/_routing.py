@@ -47,6 +47,9 @@ class Route:
     team_id: str
     return_path: ReturnPath | None = None
     verified: bool = False  # the return path's tag is the one mailbridge gave its email
+    # The one recipient whose envelope the return path is (None: an envelope to several,
+    # tagged for the email alone, as mail was before recipients had envelopes of their own).
+    recipient: str | None = None
 
     @property
     def email_id(self) -> str | None:
@@ -108,12 +111,23 @@ class Router:
 async def route(session: AsyncSession, address: str, secret: bytes) -> Route | None:
     return_path = read_return_path(address)
     if return_path is not None:
-        team_id = await session.scalar(
-            select(Email.team_id).where(Email.id == return_path.email_id)
-        )
-        if team_id is None:
+        found = (
+            await session.execute(
+                select(Email.team_id, Email.delivery_recipients, Email.recipient_states).where(
+                    Email.id == return_path.email_id
+                )
+            )
+        ).first()
+        if found is None:
             return None
-        return Route(address, team_id, return_path, return_path.verifies(secret))
+        team_id, recipients, states = found
+        recipient = return_path.recipient(secret, recipients or ())
+        if recipient is not None:
+            return Route(address, team_id, return_path, True, recipient)
+        # A tag for the email alone is one only mail from before envelopes of their own
+        # carries: an email attempted since (it has states) never went out with it.
+        verified = states is None and return_path.verifies(secret)
+        return Route(address, team_id, return_path, verified)
     _local, _, name = address.rpartition("@")
     domain = await domains.receiving_domain(session, name) if name else None
     return Route(address, domain.team_id) if domain is not None else None

@@ -66,6 +66,11 @@ class Email(Base):
     # The runner that made the handover still to be settled (its receipts tell whether
     # the terminator went out), kept when another runner leases the email to settle it.
     handed_over_by: Mapped[str | None] = mapped_column(String(64))
+    # Where each real recipient stands (``services.delivery._recipients``): address →
+    # queued, retrying, sent (handed over, answer pending), delivered, bounced, failed,
+    # unconfirmed, delivery_delayed, complained. Null: never attempted since recipients
+    # got envelopes of their own (rows from before, or not attempted yet).
+    recipient_states: Mapped[dict[str, str] | None] = mapped_column(JSON)
 
 
 class EmailEvent(Base):
