@@ -5,7 +5,8 @@ and a baseline.
                                        [--seconds 5]
 
 Throughput: seeds N activity events (``email.delivered``, undispatched, as the services
-record them) for a team with one subscribed webhook, in a fresh SQLite database, starts
+record them; ``--per-email k``: k events of each email, which go out in order, one after
+another) for a team with one subscribed webhook, in a fresh SQLite database, starts
 the activity dispatcher and the webhook worker as ``mailbridge runner`` builds them
 (the worker POSTs with ``mail.http_post.AiohttpPoster``: an aiohttp ``ClientSession``
 over a keep-alive ``TCPConnector``), and times from their start until the receiver
@@ -80,6 +81,7 @@ class Figures:
     poster_per_second: float
     rate: int
     latencies: list[Latency]
+    per_email: int = 1
 
     @property
     def baseline_per_second(self) -> float:
@@ -91,10 +93,10 @@ class Figures:
         return self.delivered_per_second / self.baseline_per_second
 
 
-def event_data(number: int) -> dict[str, object]:
+def event_data(number: int, email_id: str | None = None) -> dict[str, object]:
     """What ``email.delivered`` activity carries (``services.email_events.activity_data``)."""
     return {
-        "email_id": new_id(), "from": "Shop <receipts@shop.io>",
+        "email_id": email_id or new_id(), "from": "Shop <receipts@shop.io>",
         "to": [f"customer{number}@mail.net"], "subject": f"Receipt #{number}",
         "created_at": isoformat_ms(SystemClock().now()), "tags": [{"name": "kind",
         "value": "receipt"}],
@@ -109,8 +111,11 @@ def workers(context: ServiceContext) -> tuple[WebhookWorker, ActivityDispatcher]
     return worker, ActivityDispatcher(context, consumers, write_lock=write_lock)
 
 
-async def seed(context: ServiceContext, endpoint: str, count: int) -> tuple[str, str]:
-    """A team with one webhook and ``count`` undispatched events: (team id, secret)."""
+async def seed(
+    context: ServiceContext, endpoint: str, count: int, per_email: int = 1
+) -> tuple[str, str]:
+    """A team with one webhook and ``count`` undispatched events, ``per_email`` of each
+    email in a row (delivered in their order, one after another): (team id, secret)."""
     clock = context.clock
     async with context.database.session() as session:
         team = await accounts.create_team(session, clock, "bench", "pro")
@@ -118,9 +123,10 @@ async def seed(context: ServiceContext, endpoint: str, count: int) -> tuple[str,
             session, clock, context.settings, team.id, endpoint, [EVENT]
         )
     now = clock.now()
+    emails = [new_id() for _ in range(0, count, per_email)]
     rows = [
-        {"id": new_id(), "team_id": team.id, "type": EVENT, "data": event_data(number),
-         "created_at": now}
+        {"id": new_id(), "team_id": team.id, "type": EVENT,
+         "data": event_data(number, emails[number // per_email]), "created_at": now}
         for number in range(count)
     ]  # fmt: skip
     async with context.database.session() as session:
@@ -287,6 +293,7 @@ async def measure(
     batch: int = 200,
     rate: int = 500,
     seconds: float = 5.0,
+    per_email: int = 1,
 ) -> Figures:
     with tempfile.TemporaryDirectory() as directory:
         receiver = ReceiverProcess()
@@ -301,7 +308,7 @@ async def measure(
             await asyncio.to_thread(upgrade, settings.resolved_database_url)
             context = ServiceContext(settings, Database.from_settings(settings), SystemClock())
             try:
-                team_id, secret = await seed(context, receiver.url(), events)
+                team_id, secret = await seed(context, receiver.url(), events, per_email)
                 elapsed, commits = await run_throughput(context, receiver, events)
                 plain_httpx, poster = await run_baselines(
                     context, receiver, secret, events, concurrency
@@ -321,14 +328,15 @@ async def measure(
         finally:
             receiver.stop()
     return Figures(
-        events, concurrency, events / elapsed, commits, plain_httpx, poster, rate, latencies
-    )
+        events, concurrency, events / elapsed, commits, plain_httpx, poster, rate, latencies,
+        per_email,
+    )  # fmt: skip
 
 
 def report(figures: Figures) -> str:
     lines = [
         f"webhooks to a minimal local receiver, {figures.events} events, SQLite, "
-        f"{figures.concurrency} in flight:",
+        f"{figures.concurrency} in flight, {figures.per_email} event(s) an email:",
         f"  mailbridge runner     {figures.delivered_per_second:8.0f} signed deliveries/s"
         f"   (fan-out, claim, sign, POST, outcome; {figures.outcome_commits} outcome commits)",
         f"  baseline              {figures.baseline_per_second:8.0f} POSTs/s"
@@ -354,6 +362,10 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=200)
     parser.add_argument("--rate", type=int, default=500, help="events/s in the latency runs")
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument(
+        "--per-email", type=int, default=1,
+        help="events of one email in the throughput run (delivered one after another)",
+    )  # fmt: skip
     arguments = parser.parse_args()
     figures = asyncio.run(
         measure(
@@ -362,6 +374,7 @@ def main() -> None:
             arguments.batch,
             arguments.rate,
             arguments.seconds,
+            arguments.per_email,
         )
     )
     print(report(figures))

@@ -21,6 +21,7 @@ class Received:
     path: str
     headers: dict[str, str]  # lower-case names
     body: bytes
+    status: int = 200  # what the receiver answered
 
     @property
     def event_id(self) -> str:
@@ -47,6 +48,7 @@ class Receiver:
     def __init__(self) -> None:
         self.received: list[Received] = []
         self.script: list[int] = []  # statuses to answer first, in order; then `status`
+        self.by_type: dict[str, list[int]] = {}  # event type → statuses to answer it first
         self.status = 200
         self.delay = 0.0  # seconds before answering
         self.lock = threading.Lock()
@@ -58,6 +60,11 @@ class Receiver:
     def answer(self, *statuses: int) -> None:
         with self.lock:
             self.script.extend(statuses)
+
+    def answer_type(self, event_type: str, *statuses: int) -> None:
+        """Answer the next requests carrying ``event_type`` with ``statuses``."""
+        with self.lock:
+            self.by_type.setdefault(event_type, []).extend(statuses)
 
     def requests(self) -> list[Received]:
         with self.lock:
@@ -73,8 +80,13 @@ class Receiver:
             time.sleep(0.01)
         return self.requests()
 
-    def _next_status(self) -> int:
+    def _next_status(self, body: bytes) -> int:
         with self.lock:
+            if self.by_type:
+                event_type = json.loads(body).get("type")
+                scripted = self.by_type.get(event_type)
+                if scripted:
+                    return scripted.pop(0)
             return self.script.pop(0) if self.script else self.status
 
 
@@ -88,9 +100,9 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
             headers = {name.lower(): value for name, value in self.headers.items()}
             if receiver.delay:
                 time.sleep(receiver.delay)
-            status = receiver._next_status()
+            status = receiver._next_status(body)
             with receiver.lock:
-                receiver.received.append(Received(self.path, headers, body))
+                receiver.received.append(Received(self.path, headers, body, status))
             answer = b"ok" if 200 <= status < 300 else b"not now"
             try:
                 self.send_response(status)
@@ -107,10 +119,16 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _Server(ThreadingHTTPServer):
+    # The listen backlog of a real server, not socketserver's 5: a runner opening a
+    # hundred connections at once is not refused.
+    request_queue_size = 256
+
+
 @contextmanager
 def webhook_receiver() -> Iterator[Receiver]:
     receiver = Receiver()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(receiver))
+    server = _Server(("127.0.0.1", 0), _handler(receiver))
     server.daemon_threads = True
     receiver.port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, daemon=True)

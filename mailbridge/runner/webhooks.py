@@ -226,5 +226,7 @@ class WebhookWorker:
         for _outcome, written in waiting:
             if not written.done():  # an attempt cancelled at stop no longer waits
                 written.set_result(None)
+        if any(outcome.delivery.sequence_key for outcome, _written in waiting):
+            self._loop.notify()  # the next of a sequence may be due now: look
         for hook_id in disabled:
             logger.warning("webhook %s disabled: its endpoint kept failing", hook_id)

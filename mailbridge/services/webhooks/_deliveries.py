@@ -7,6 +7,12 @@ LOCKED`` on PostgreSQL so concurrent runners take disjoint batches; on SQLite th
 statement is one write transaction — and moves ``due_at`` to the end of the lease:
 a runner that dies holding it gives it back by simply not answering in time.
 
+Order: deliveries with the same ``sequence_key`` (an email's events, ``email:<email
+id>``) to one webhook go out one at a time, in the order of their events: a later one is
+not claimed while an earlier one is pending, in flight or waiting for a retry — only
+once it succeeded or was given up (failed). Different emails, and events of no email,
+stay parallel. A replay has no sequence: it goes out at once.
+
 After an attempt (:func:`record_outcomes`, many at once): a 2xx ends the delivery
 ``succeeded``; anything else is retried after the next delay of :data:`WEBHOOK_RETRY_POLICY`
 (about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h), and past the last one the delivery
@@ -25,8 +31,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import ColumnElement, bindparam, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
 from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import NotFound, ValidationError
@@ -62,6 +69,7 @@ class ClaimedDelivery:
     secret: str
     webhook_enabled: bool
     previous_secret: str | None = None  # a rotation's overlap: it signs too
+    sequence_key: str | None = None  # later deliveries of the sequence wait for this one
 
 
 @dataclass(frozen=True)
@@ -94,13 +102,26 @@ def _is_postgres(session: AsyncSession) -> bool:
 # --- claiming ------------------------------------------------------------------------
 
 
+def _first_of_its_sequence() -> ColumnElement[bool]:
+    """No earlier delivery of the same sequence (to the same webhook) is still pending or
+    in flight: an email's later event waits until the earlier ones are delivered or given
+    up; deliveries of other emails, or with no sequence, never wait."""
+    earlier = aliased(WebhookDelivery)
+    return ~exists().where(
+        earlier.webhook_id == WebhookDelivery.webhook_id,
+        earlier.sequence_key == WebhookDelivery.sequence_key,
+        earlier.due_at.is_not(None),
+        earlier.event_id < WebhookDelivery.event_id,
+    )
+
+
 async def claim_due_deliveries(
     session: AsyncSession, now: datetime, owner: str, lease: timedelta, limit: int
 ) -> list[ClaimedDelivery]:
     """Lease up to ``limit`` due deliveries to ``owner`` (the caller commits)."""
     due = (
         select(WebhookDelivery.id)
-        .where(WebhookDelivery.due_at <= now)
+        .where(WebhookDelivery.due_at <= now, _first_of_its_sequence())
         .order_by(WebhookDelivery.due_at)
         .limit(limit)
     )
@@ -120,6 +141,7 @@ async def claim_due_deliveries(
                 table.c.body,
                 table.c.attempts,
                 table.c.attempt_log,
+                table.c.sequence_key,
             )
         )
     ).all()
@@ -156,6 +178,7 @@ async def claim_due_deliveries(
                 hook.secret,
                 hook.status == "enabled",
                 _previous_secret(hook.previous_secret, hook.previous_secret_until, now),
+                row.sequence_key,
             )
         )
     return deliveries
@@ -166,10 +189,11 @@ def _previous_secret(secret: str | None, until: datetime | None, now: datetime) 
 
 
 async def next_delivery_due_at(session: AsyncSession) -> datetime | None:
-    """When the earliest delivery comes due, a lease's end included (read-only, due index)."""
+    """When the earliest delivery comes due, a lease's end included (read-only, due index);
+    one waiting for an earlier one of its sequence is not due before that is over."""
     query = (
         select(WebhookDelivery.due_at)
-        .where(WebhookDelivery.due_at.is_not(None))
+        .where(WebhookDelivery.due_at.is_not(None), _first_of_its_sequence())
         .order_by(WebhookDelivery.due_at)
         .limit(1)
     )

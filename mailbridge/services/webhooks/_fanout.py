@@ -2,7 +2,8 @@
 
 For a batch of events it reads the enabled webhooks of the teams concerned (one
 query) and adds one ``webhook_deliveries`` row, due now, per event and subscribed
-webhook, in the dispatcher's transaction. The body is serialized here, once per event:
+webhook, in the dispatcher's transaction; an event about an email is in that email's
+sequence (delivered in order, ``_deliveries``). The body is serialized here, once per event:
 ``{"type", "created_at", "data"}`` — the exact bytes every attempt, retry and replay
 sends and signs.
 """
@@ -59,6 +60,8 @@ class WebhookFanout:
             if not hook_ids:
                 continue
             body = event_body(event)
+            email_id = event.data.get("email_id") if isinstance(event.data, dict) else None
+            sequence = f"email:{email_id}" if isinstance(email_id, str) else None
             rows.extend(
                 {
                     "id": new_id(),
@@ -70,6 +73,7 @@ class WebhookFanout:
                     "attempts": 0,
                     "attempt_log": [],
                     "due_at": now,
+                    "sequence_key": sequence,
                     "created_at": now,
                     "updated_at": now,
                 }

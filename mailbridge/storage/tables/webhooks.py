@@ -55,6 +55,15 @@ class WebhookDelivery(Base):
             postgresql_where=text("due_at IS NOT NULL"),
             sqlite_where=text("due_at IS NOT NULL"),
         ),
+        # A delivery waits for the earlier ones of its sequence (``_deliveries``).
+        Index(
+            "ix_webhook_deliveries_sequence",
+            "webhook_id",
+            "sequence_key",
+            "event_id",
+            postgresql_where=text("due_at IS NOT NULL AND sequence_key IS NOT NULL"),
+            sqlite_where=text("due_at IS NOT NULL AND sequence_key IS NOT NULL"),
+        ),
     )
 
     id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True, default=new_id)
@@ -71,6 +80,9 @@ class WebhookDelivery(Base):
     due_at: Mapped[datetime | None]
     lease_owner: Mapped[str | None] = mapped_column(String(64))
     replay_of: Mapped[str | None] = mapped_column(IdColumnType())
+    # Deliveries to one webhook with the same key go out in the order of their events
+    # (``email:<email id>``: an email's events); null: no order to keep (replays too).
+    sequence_key: Mapped[str | None] = mapped_column(String(80))
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
     completed_at: Mapped[datetime | None]
