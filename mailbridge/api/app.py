@@ -40,6 +40,8 @@ from mailbridge.api.routers import (
     event_intake,
     events,
     health,
+    inbox_threads,
+    inboxes,
     logs,
     members,
     polls,
@@ -92,6 +94,8 @@ ROUTERS = (
     email_shares.pages,
     suppressions.router,
     webhooks.router,
+    inboxes.router,
+    inbox_threads.router,
     tracking.router,
 )
 

@@ -34,7 +34,7 @@ from mailbridge.runner.delivery import DeliveryWorker, default_render_processes
 from mailbridge.runner.imports import ImportWorker
 from mailbridge.runner.signals import stop_on_signals
 from mailbridge.runner.webhooks import WebhookWorker
-from mailbridge.services import accounts, domains
+from mailbridge.services import accounts, domains, inboxes
 from mailbridge.services.kernel import ServiceContext, record_runner_heartbeat
 from mailbridge.services.webhooks import default_consumers
 from mailbridge.storage.outages import describe, is_unavailable
@@ -71,12 +71,18 @@ def default_ticks(context: ServiceContext) -> list[Tick]:
     async def heartbeat() -> None:
         await record_runner_heartbeat(context.database, context.clock.now())
 
+    trash_retention = timedelta(days=context.settings.inbox_trash_retention_days)
+
+    async def empty_inbox_trash() -> int:
+        return await inboxes.empty_trash(context.database, context.clock, trash_retention)
+
     # Four runs per interval, so no domain waits much past its interval.
     recheck_every = timedelta(seconds=max(1.0, context.settings.domain_recheck_interval / 4))
     return [
         Tick("purge-request-logs", timedelta(hours=1), purge_request_logs),
         Tick("recheck-domains", recheck_every, recheck_domains),
         Tick("heartbeat", HEARTBEAT_EVERY, heartbeat),
+        Tick("empty-inbox-trash", timedelta(hours=1), empty_inbox_trash),
     ]
 
 

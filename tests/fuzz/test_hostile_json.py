@@ -32,7 +32,7 @@ from mailbridge.clock import SystemClock
 from mailbridge.config import Settings
 from mailbridge.errors import ApiError
 from mailbridge.services.accounts import Role, add_team_member, create_api_key, create_team
-from mailbridge.services.domains import create_domain
+from mailbridge.services.domains import DomainOptions, create_domain
 from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.database import Database
 from mailbridge.storage.migrate import upgrade
@@ -152,6 +152,10 @@ TEMPLATES: dict[str, dict[str, Any]] = {
         "scheduled_at": "in 1 hour",
     },
     "/campaigns//send": {"scheduled_at": "in 1 hour", "schedule_timezone": "Europe/Berlin"},
+    "/inboxes": {"email_address": "help@a-shop.io", "name": "n", "from_name": "f"},
+    "/inboxes//labels": {"name": "l", "color": "#AABBCC"},
+    "/inboxes//threads": {"read": True, "folder": "archive"},
+    "/inboxes//threads//labels": {"labels": []},
 }
 
 
@@ -197,7 +201,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             b_key, b_token = await create_api_key(session, context.clock, team_b.id, "b")
         for team, name in ((team_a.id, "a-shop.io"), (team_b.id, "b-shop.io")):
             async with database.session() as session:
-                await create_domain(session, context.clock, config, team, name, verified=True)
+                await create_domain(
+                    session, context.clock, config, team, name, DomainOptions(receiving=True),
+                    verified=True,
+                )  # fmt: skip
         b = {"Authorization": f"Bearer {b_token}"}
         ids: list[str] = [b_key.id]
         for path, body in (
@@ -210,10 +217,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             ("/webhooks", {"endpoint": "http://127.0.0.1:9/b", "events": ["email.sent"]}),
             ("/emails", {"from": "B <b@b-shop.io>", "to": ["y@corp.io"], "subject": "s",
                          "html": "h", "scheduled_at": "in 1 day"}),
+            ("/inboxes", {"email_address": "in@b-shop.io"}),
+            ("/inboxes/in@b-shop.io/labels", {"name": "B"}),
         ):  # fmt: skip
             response = await client.post(path, json=body, headers=b)
             assert response.status_code in (200, 201), (path, response.text)
             ids.append(str(response.json()["id"]))
+        ids.append("in@b-shop.io")  # an inbox is named by its address too
         async with database.session() as session:
             domains = await session.execute(select(Base.metadata.tables["domains"].c.id))
             ids.extend(str(row[0]) for row in domains)

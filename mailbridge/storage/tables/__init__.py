@@ -44,6 +44,13 @@ from mailbridge.storage.tables.emails import (
     Suppression,
 )
 from mailbridge.storage.tables.inbound import ReceivedAttachment, ReceivedEmail
+from mailbridge.storage.tables.inboxes import (
+    Inbox,
+    InboxLabel,
+    InboxMessage,
+    InboxThread,
+    InboxThreadLabel,
+)
 from mailbridge.storage.tables.polls import Poll, PollVote
 from mailbridge.storage.tables.templates import Template, TemplateVersion
 from mailbridge.storage.tables.webhooks import Webhook, WebhookDelivery
@@ -75,6 +82,11 @@ __all__ = [
     "EmailShare",
     "EventDefinition",
     "IdempotencyRecord",
+    "Inbox",
+    "InboxLabel",
+    "InboxMessage",
+    "InboxThread",
+    "InboxThreadLabel",
     "InstanceSetting",
     "Member",
     "MemberInvitation",

@@ -2,7 +2,7 @@
 // (the team sends from the verified shop.io the driver set up).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ok, refused, resend, unique, until } from './helpers.mjs';
+import { ok, refused, resend, sendToListener, unique, until } from './helpers.mjs';
 
 const FROM = 'Shop <news@shop.io>';
 
@@ -80,37 +80,3 @@ test('received mail: list, get, attachments, and forwarding it both ways', async
   assert.equal(ok(await resend.emails.get(passed.id)).subject, subject);
 });
 
-/** A message with an attachment to hi@shop.io, over SMTP to serve's listener. */
-async function sendToListener(subject) {
-  const [host, port] = process.env.MAILBRIDGE_INBOUND_SMTP.split(':');
-  const { createConnection } = await import('node:net');
-  const boundary = 'b1';
-  const message = [
-    'From: ann@corp.io', 'To: hi@shop.io', `Subject: ${subject}`, 'MIME-Version: 1.0',
-    `Content-Type: multipart/mixed; boundary="${boundary}"`, '',
-    `--${boundary}`, 'Content-Type: text/plain', '', 'Here it is.',
-    `--${boundary}`, 'Content-Type: text/plain; name="quote.txt"',
-    'Content-Disposition: attachment; filename="quote.txt"', '', '42 apples',
-    `--${boundary}--`, '',
-  ].join('\r\n');
-  const script = ['EHLO node.test', 'MAIL FROM:<ann@corp.io>', 'RCPT TO:<hi@shop.io>', 'DATA', `${message}\r\n.`, 'QUIT'];
-  await new Promise((resolve, reject) => {
-    const socket = createConnection({ host, port: Number(port) });
-    let buffer = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (chunk) => {
-      buffer += chunk;
-      const lines = buffer.split('\r\n');
-      buffer = lines.pop();
-      for (const line of lines) {
-        if (/^\d{3} /.test(line)) {
-          if (/^[45]/.test(line)) reject(new Error(line));
-          const next = script.shift();
-          if (next !== undefined) socket.write(`${next}\r\n`);
-        }
-      }
-    });
-    socket.on('close', resolve);
-    socket.on('error', reject);
-  });
-}

@@ -1,0 +1,147 @@
+"""An inbox's threads, their messages and their labels
+(``/inboxes/:id_or_address/threads...``): the SDKs' ``inboxes.threads``,
+``inboxes.threads.emails`` and ``inboxes.threads.labels``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Query
+from pydantic import BaseModel
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
+from mailbridge.services import inboxes
+from mailbridge.services.accounts import Principal
+from mailbridge.services.kernel import ServiceContext
+from mailbridge.storage.tables import InboxLabel
+
+router = APIRouter(tags=["inboxes"])
+
+
+class ThreadLabels(BaseModel):
+    labels: list[str]
+
+
+def _label_list(labels: list[InboxLabel]) -> dict[str, Any]:
+    return {"object": "list", "data": [inboxes.label_summary(label) for label in labels]}
+
+
+@router.get("/inboxes/{inbox_ref}/threads")
+async def list_threads(
+    inbox_ref: str, principal: Reader, session: SessionDep, page: PageDep,
+    folders: Annotated[str | None, Query()] = None,
+    labels: Annotated[str | None, Query()] = None,
+    read: Annotated[str | None, Query()] = None,
+) -> dict[str, Any]:  # fmt: skip
+    inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)
+    found = await inboxes.list_threads(
+        session, inbox, page, folders=folders, labels=labels, read=read
+    )
+    named = await inboxes.thread_labels(session, found.items)
+    return {
+        "object": "list",
+        "has_more": found.has_more,
+        "data": [inboxes.thread_view(thread, named[thread.id]) for thread in found.items],
+    }
+
+
+@router.get("/inboxes/{inbox_ref}/threads/{thread_id}")
+async def get_thread(
+    inbox_ref: str, thread_id: str, principal: Reader, session: SessionDep
+) -> dict[str, Any]:
+    inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)
+    thread = await inboxes.get_thread(session, inbox, thread_id)
+    named = await inboxes.thread_labels(session, [thread])
+    return inboxes.thread_summary(thread, named[thread.id])
+
+
+@router.patch("/inboxes/{inbox_ref}/threads/{thread_id}")
+async def update_thread(
+    inbox_ref: str, thread_id: str, body: Annotated[dict[str, Any], Body()],
+    principal: Writer, session: SessionDep, context: ContextDep,
+) -> dict[str, Any]:  # fmt: skip
+    inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)
+    thread = await inboxes.get_thread(session, inbox, thread_id)
+    await inboxes.update_thread(session, context.clock, thread, body)
+    named = await inboxes.thread_labels(session, [thread])
+    return inboxes.thread_summary(thread, named[thread.id])
+
+
+@router.delete("/inboxes/{inbox_ref}/threads/{thread_id}")
+async def delete_thread(
+    inbox_ref: str, thread_id: str, principal: Writer, session: SessionDep,
+    context: ContextDep,
+) -> dict[str, Any]:  # fmt: skip
+    inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)
+    thread = await inboxes.get_thread(session, inbox, thread_id)
+    await inboxes.delete_thread(session, context.clock, thread)
+    return {"object": "inbox_thread", "id": thread_id, "deleted": True}
+
+
+@router.get("/inboxes/{inbox_ref}/threads/{thread_id}/emails")
+async def list_thread_emails(
+    inbox_ref: str, thread_id: str, principal: Reader, session: SessionDep, page: PageDep
+) -> dict[str, Any]:
+    inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)
+    thread = await inboxes.get_thread(session, inbox, thread_id)
+    found, views = await inboxes.list_messages(session, thread, page)
+    return {
+        "object": "list",
+        "has_more": found.has_more,
+        "data": [views[message.id] for message in found.items if message.id in views],
+    }
+
+
+@router.get("/inboxes/{inbox_ref}/threads/{thread_id}/emails/{email_id}")
+async def get_thread_email(
+    inbox_ref: str, thread_id: str, email_id: str, principal: Reader, session: SessionDep
+) -> dict[str, Any]:
+    inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)
+    thread = await inboxes.get_thread(session, inbox, thread_id)
+    return await inboxes.get_message(session, thread, email_id)
+
+
+async def _relabel(
+    principal: Principal, session: AsyncSession, context: ServiceContext, inbox_ref: str,
+    thread_id: str, labels: list[str], *, replace: bool,
+) -> dict[str, Any]:  # fmt: skip
+    inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)
+    thread = await inboxes.get_thread(session, inbox, thread_id)
+    found = await inboxes.label_thread(
+        session, context.clock, inbox, thread, labels, replace=replace
+    )
+    return _label_list(found)
+
+
+@router.post("/inboxes/{inbox_ref}/threads/{thread_id}/labels")
+async def add_thread_labels(
+    inbox_ref: str, thread_id: str, body: ThreadLabels, principal: Writer,
+    session: SessionDep, context: ContextDep,
+) -> dict[str, Any]:  # fmt: skip
+    """Add labels to the thread (the ones it has stay)."""
+    return await _relabel(
+        principal, session, context, inbox_ref, thread_id, body.labels, replace=False
+    )
+
+
+@router.put("/inboxes/{inbox_ref}/threads/{thread_id}/labels")
+async def set_thread_labels(
+    inbox_ref: str, thread_id: str, body: ThreadLabels, principal: Writer,
+    session: SessionDep, context: ContextDep,
+) -> dict[str, Any]:  # fmt: skip
+    """The thread's labels become these (``[]``: none)."""
+    return await _relabel(
+        principal, session, context, inbox_ref, thread_id, body.labels, replace=True
+    )
+
+
+@router.delete("/inboxes/{inbox_ref}/threads/{thread_id}/labels/{label_id}")
+async def remove_thread_label(
+    inbox_ref: str, thread_id: str, label_id: str, principal: Writer, session: SessionDep,
+    context: ContextDep,
+) -> dict[str, Any]:  # fmt: skip
+    inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)
+    thread = await inboxes.get_thread(session, inbox, thread_id)
+    labels = await inboxes.unlabel_thread(session, context.clock, inbox, thread, label_id)
+    return _label_list(labels)

@@ -1,0 +1,84 @@
+"""Inboxes: an address on a receiving domain whose mail is read as threaded
+conversations, with folders and labels.
+
+``_inboxes`` (the inbox, found by id or address), ``_threading`` (which thread a
+message joins), ``_filing`` (the activity consumer that files received mail, registered
+here with the activity dispatch, as the automations' triggers are), ``_threads``
+(threads and their messages), ``_labels``. Owns ``inboxes``, ``inbox_threads``,
+``inbox_messages``, ``inbox_labels``, ``inbox_thread_labels``; the messages' content
+stays in ``received_emails`` and ``emails``.
+"""
+
+from __future__ import annotations
+
+from mailbridge.services.inboxes._filing import InboxFiler, file_received
+from mailbridge.services.inboxes._inboxes import (
+    create_inbox,
+    delete_inbox,
+    find_inbox,
+    inbox_view,
+    list_inboxes,
+    unread_counts,
+    update_inbox,
+)
+from mailbridge.services.inboxes._labels import (
+    create_label,
+    delete_label,
+    get_label,
+    label_thread,
+    label_view,
+    list_labels,
+    unlabel_thread,
+    update_label,
+)
+from mailbridge.services.inboxes._threading import subject_key
+from mailbridge.services.inboxes._threads import (
+    FOLDERS,
+    delete_thread,
+    empty_trash,
+    get_message,
+    get_thread,
+    label_summary,
+    list_messages,
+    list_threads,
+    thread_labels,
+    thread_summary,
+    thread_view,
+    update_thread,
+)
+from mailbridge.services.webhooks import register_consumer
+
+register_consumer(InboxFiler.name, InboxFiler)
+
+__all__ = [
+    "FOLDERS",
+    "InboxFiler",
+    "create_inbox",
+    "create_label",
+    "delete_inbox",
+    "delete_label",
+    "delete_thread",
+    "empty_trash",
+    "file_received",
+    "find_inbox",
+    "get_label",
+    "get_message",
+    "get_thread",
+    "inbox_view",
+    "label_summary",
+    "label_thread",
+    "label_view",
+    "list_inboxes",
+    "list_labels",
+    "list_messages",
+    "list_threads",
+    "subject_key",
+    "thread_labels",
+    "thread_summary",
+    "thread_view",
+    "unlabel_thread",
+    "unread_counts",
+    "update_inbox",
+    "update_label",
+    "update_thread",
+]

@@ -1,0 +1,268 @@
+"""Threads of an inbox and their messages: list (newest activity first), read, move.
+
+Folders: ``inbox``, ``archive``, ``spam``, ``sent`` (a thread only mailbridge wrote
+in), ``trash``. Deleting a thread moves it to the trash; deleting it from the trash
+removes it for good, as the runner does after ``MAILBRIDGE_INBOX_TRASH_RETENTION_DAYS``
+(30); the received mail itself stays under ``/emails/receiving``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from types import SimpleNamespace
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from mailbridge.clock import Clock, isoformat_ms
+from mailbridge.errors import NotFound, ValidationError
+from mailbridge.services.inboxes._labels import labels_of
+from mailbridge.storage.database import Database
+from mailbridge.storage.pagination import Page, PageRequest, paginate
+from mailbridge.storage.queries import is_uuid
+from mailbridge.storage.tables import (
+    Email,
+    Inbox,
+    InboxLabel,
+    InboxMessage,
+    InboxThread,
+    InboxThreadLabel,
+    ReceivedAttachment,
+    ReceivedEmail,
+)
+
+FOLDERS = ("inbox", "archive", "spam", "sent", "trash")
+MOVE_FOLDERS = ("inbox", "archive", "spam", "trash")
+# Threads page by their newest message, not by when they began.
+_BY_LATEST = SimpleNamespace(created_at=InboxThread.latest_at, id=InboxThread.id)
+_MESSAGES = SimpleNamespace(created_at=InboxMessage.created_at, id=InboxMessage.id)
+
+
+def _folders(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    folders = [each.strip() for each in value.split(",") if each.strip()]
+    unknown = [each for each in folders if each not in FOLDERS]
+    if unknown or not folders:
+        raise ValidationError(f"`folders` must be among {', '.join(FOLDERS)}.")
+    return folders
+
+
+def _read(value: str | None) -> bool | None:
+    if value is None:
+        return None
+    if value not in ("true", "false"):
+        raise ValidationError("`read` must be true or false.")
+    return value == "true"
+
+
+async def list_threads(
+    session: AsyncSession, inbox: Inbox, page: PageRequest, *, folders: str | None = None,
+    labels: str | None = None, read: str | None = None,
+) -> Page[InboxThread]:  # fmt: skip
+    """The inbox's threads, newest activity first; ``folders`` (comma list; default all
+    but the trash), ``labels`` (label ids, comma list: threads with any of them), ``read``."""
+    query = select(InboxThread).where(InboxThread.inbox_id == inbox.id)
+    chosen = _folders(folders)
+    if chosen is None:
+        query = query.where(InboxThread.folder != "trash")
+    else:
+        query = query.where(InboxThread.folder.in_(chosen))
+    wanted = _read(read)
+    if wanted is not None:
+        query = query.where(InboxThread.read.is_(wanted))
+    if labels:
+        ids = [each.strip() for each in labels.split(",") if each.strip()]
+        if not all(is_uuid(each) for each in ids):
+            raise ValidationError("`labels` must be label ids.")
+        query = query.where(
+            InboxThread.id.in_(
+                select(InboxThreadLabel.thread_id).where(InboxThreadLabel.label_id.in_(ids))
+            )
+        )
+    return await paginate(session, query, _BY_LATEST, page)
+
+
+async def get_thread(session: AsyncSession, inbox: Inbox, thread_id: str) -> InboxThread:
+    thread = None
+    if is_uuid(thread_id):
+        thread = await session.scalar(
+            select(InboxThread).where(InboxThread.id == thread_id, InboxThread.inbox_id == inbox.id)
+        )
+    if thread is None:
+        raise NotFound("Thread not found.")
+    return thread
+
+
+async def update_thread(
+    session: AsyncSession, clock: Clock, thread: InboxThread, changes: Mapping[str, Any]
+) -> InboxThread:
+    """``read`` (every message with it) and ``folder`` (a move)."""
+    if "read" not in changes and "folder" not in changes:
+        raise ValidationError("Give `read` or `folder`.")
+    if "read" in changes:
+        read = changes["read"]
+        if not isinstance(read, bool):
+            raise ValidationError("`read` must be true or false.")
+        thread.read = read
+        await session.execute(
+            update(InboxMessage).where(InboxMessage.thread_id == thread.id).values(read=read)
+        )
+    if "folder" in changes:
+        folder = changes["folder"]
+        if folder not in MOVE_FOLDERS:
+            raise ValidationError(f"`folder` must be one of {', '.join(MOVE_FOLDERS)}.")
+        thread.folder = folder
+        thread.trashed_at = clock.now() if folder == "trash" else None
+    thread.updated_at = clock.now()
+    await session.commit()
+    return thread
+
+
+async def delete_thread(session: AsyncSession, clock: Clock, thread: InboxThread) -> bool:
+    """To the trash; from the trash, for good. Whether it was removed for good."""
+    if thread.folder != "trash":
+        await update_thread(session, clock, thread, {"folder": "trash"})
+        return False
+    await session.execute(delete(InboxThread).where(InboxThread.id == thread.id))
+    await session.commit()
+    return True
+
+
+async def empty_trash(database: Database, clock: Clock, retention: timedelta) -> int:
+    """Remove the threads in the trash longer than ``retention`` (a runner tick)."""
+    async with database.session() as session:
+        result = await session.execute(
+            delete(InboxThread).where(
+                InboxThread.folder == "trash", InboxThread.trashed_at < clock.now() - retention
+            )
+        )
+        await session.commit()
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+async def thread_labels(
+    session: AsyncSession, threads: Sequence[InboxThread]
+) -> dict[str, list[InboxLabel]]:
+    return await labels_of(session, [thread.id for thread in threads])
+
+
+def thread_view(thread: InboxThread, labels: Sequence[InboxLabel]) -> dict[str, Any]:
+    return {
+        "id": thread.id,
+        "subject": thread.subject,
+        "from": thread.from_address,
+        "to": list(thread.to or []),
+        "cc": list(thread.cc or []),
+        "bcc": [],
+        "labels": [label_summary(label) for label in labels],
+        "email_count": thread.email_count,
+        "has_attachment": thread.has_attachment,
+        "has_draft": False,
+        "read": thread.read,
+        "received_at": isoformat_ms(thread.latest_at),
+        "folder": thread.folder,
+        "assignee_id": thread.assignee_id,
+    }
+
+
+def thread_summary(thread: InboxThread, labels: Sequence[InboxLabel]) -> dict[str, Any]:
+    return {
+        "object": "inbox_thread",
+        "id": thread.id,
+        "subject": thread.subject,
+        "folder": thread.folder,
+        "labels": [label_summary(label) for label in labels],
+        "read": thread.read,
+    }
+
+
+def label_summary(label: InboxLabel) -> dict[str, Any]:
+    return {"id": label.id, "name": label.name, "color": label.color}
+
+
+# --- messages ------------------------------------------------------------------------
+
+
+async def list_messages(
+    session: AsyncSession, thread: InboxThread, page: PageRequest
+) -> tuple[Page[InboxMessage], dict[str, dict[str, Any]]]:
+    """A page of the thread's messages, and each one's view."""
+    query = select(InboxMessage).where(InboxMessage.thread_id == thread.id)
+    found = await paginate(session, query, _MESSAGES, page)
+    return found, await message_views(session, found.items)
+
+
+async def get_message(
+    session: AsyncSession, thread: InboxThread, message_id: str
+) -> dict[str, Any]:
+    message = None
+    if is_uuid(message_id):
+        message = await session.scalar(
+            select(InboxMessage).where(
+                InboxMessage.id == message_id, InboxMessage.thread_id == thread.id
+            )
+        )
+    if message is None:
+        raise NotFound("Email not found in this thread.")
+    return (await message_views(session, [message]))[message.id]
+
+
+async def message_views(
+    session: AsyncSession, messages: Sequence[InboxMessage]
+) -> dict[str, dict[str, Any]]:
+    """Each message as the SDK's ``InboxMessage``, from the row it views."""
+    inbound = [each.id for each in messages if each.direction == "inbound"]
+    outbound = [each.id for each in messages if each.direction == "outbound"]
+    received = {
+        row.id: row
+        for row in await session.scalars(select(ReceivedEmail).where(ReceivedEmail.id.in_(inbound)))
+    }
+    sent = {
+        row.id: row for row in await session.scalars(select(Email).where(Email.id.in_(outbound)))
+    }
+    attachments: dict[str, list[dict[str, Any]]] = {}
+    for item in await session.scalars(
+        select(ReceivedAttachment)
+        .where(ReceivedAttachment.received_email_id.in_(inbound))
+        .order_by(ReceivedAttachment.position)
+    ):
+        attachments.setdefault(item.received_email_id, []).append(
+            {"id": item.id, "filename": item.filename, "size": item.size}
+        )
+    views: dict[str, dict[str, Any]] = {}
+    for message in messages:
+        base = {
+            "object": "inbox_email", "id": message.id, "thread_id": message.thread_id,
+            "direction": message.direction, "message_id": message.message_id,
+            "read": message.read, "received_at": isoformat_ms(message.created_at),
+            "attachments": attachments.get(message.id, []),
+        }  # fmt: skip
+        row = received.get(message.id)
+        if row is not None:
+            views[message.id] = {
+                **base, "from": row.from_address or row.envelope_from, "to": list(row.to or []),
+                "cc": list(row.cc or []), "bcc": [],
+                "reply_to": _reply_to(row.headers), "subject": row.subject,
+                "html": row.html, "text": row.text,
+            }  # fmt: skip
+            continue
+        email = sent.get(message.id)
+        if email is not None:
+            views[message.id] = {
+                **base, "from": email.from_address, "to": list(email.to or []),
+                "cc": list(email.cc or []), "bcc": list(email.bcc or []),
+                "reply_to": list(email.reply_to or []), "subject": email.subject,
+                "html": email.html, "text": email.text,
+            }  # fmt: skip
+    return views
+
+
+def _reply_to(headers: Mapping[str, Any] | None) -> list[str]:
+    """The Reply-To addresses of a received message (headers: lower-case name → values)."""
+    values = (headers or {}).get("reply-to") or []
+    if isinstance(values, str):
+        values = [values]
+    return [part.strip() for value in values for part in str(value).split(",") if part.strip()]

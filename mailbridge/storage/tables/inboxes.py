@@ -1,0 +1,108 @@
+"""Inboxes: an address of a receiving domain whose mail is read as threaded
+conversations, with folders and labels (``services.inboxes``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from mailbridge.storage.tables.base import Base
+from mailbridge.storage.types import IdColumnType, new_id
+
+
+class Inbox(Base):
+    __tablename__ = "inboxes"
+    __table_args__ = (
+        Index("ix_inboxes_team_created", "team_id", "created_at", "id"),
+        # An address is one inbox's: received mail for it is filed there.
+        Index("uq_inboxes_email_address", "email_address", unique=True),
+    )
+
+    id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True, default=new_id)
+    team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    domain_id: Mapped[str] = mapped_column(ForeignKey("domains.id", ondelete="CASCADE"))
+    email_address: Mapped[str] = mapped_column(String(320))  # lower-case
+    name: Mapped[str | None] = mapped_column(String(200))
+    from_name: Mapped[str | None] = mapped_column(String(200))
+    forwarding: Mapped[bool] = mapped_column(default=False)
+    last_received: Mapped[datetime | None]
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class InboxThread(Base):
+    """A conversation: the messages one ``References`` chain (or, failing that, one
+    subject with one correspondent's domain) holds together."""
+
+    __tablename__ = "inbox_threads"
+    __table_args__ = (
+        Index("ix_inbox_threads_inbox_latest", "inbox_id", "latest_at", "id"),
+        Index("ix_inbox_threads_inbox_subject", "inbox_id", "subject_key"),
+    )
+
+    id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True, default=new_id)
+    team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    inbox_id: Mapped[str] = mapped_column(ForeignKey("inboxes.id", ondelete="CASCADE"))
+    subject: Mapped[str | None] = mapped_column(Text)
+    subject_key: Mapped[str] = mapped_column(String(200))  # the subject without Re:/Fwd:
+    correspondent_domain: Mapped[str] = mapped_column(String(255))  # of the first sender
+    from_address: Mapped[str | None] = mapped_column(Text)  # the first message's sender
+    to: Mapped[list[str]] = mapped_column(JSON, default=list)
+    cc: Mapped[list[str]] = mapped_column(JSON, default=list)
+    folder: Mapped[str] = mapped_column(String(16))  # inbox archive spam sent trash
+    read: Mapped[bool] = mapped_column(default=False)
+    email_count: Mapped[int] = mapped_column(Integer, default=0)
+    has_attachment: Mapped[bool] = mapped_column(default=False)
+    assignee_id: Mapped[str | None] = mapped_column(IdColumnType())  # a member of the team
+    latest_at: Mapped[datetime]  # the newest message's
+    trashed_at: Mapped[datetime | None]
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class InboxMessage(Base):
+    """A message of a thread: a received email (``inbound``) or one sent from the inbox
+    (``outbound``); its content stays in that row — one message, two views. The id is
+    that email's."""
+
+    __tablename__ = "inbox_messages"
+    __table_args__ = (
+        Index("ix_inbox_messages_thread_created", "thread_id", "created_at", "id"),
+        Index("ix_inbox_messages_inbox_message_id", "inbox_id", "message_id"),
+    )
+
+    id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True)
+    team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    inbox_id: Mapped[str] = mapped_column(ForeignKey("inboxes.id", ondelete="CASCADE"))
+    thread_id: Mapped[str] = mapped_column(ForeignKey("inbox_threads.id", ondelete="CASCADE"))
+    direction: Mapped[str] = mapped_column(String(8))  # inbound outbound
+    message_id: Mapped[str | None] = mapped_column(String(998))  # "<...>", lower-case
+    read: Mapped[bool] = mapped_column(default=False)
+    created_at: Mapped[datetime]
+
+
+class InboxLabel(Base):
+    __tablename__ = "inbox_labels"
+    __table_args__ = (Index("uq_inbox_labels_inbox_name", "inbox_id", "name", unique=True),)
+
+    id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True, default=new_id)
+    team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    inbox_id: Mapped[str] = mapped_column(ForeignKey("inboxes.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(100))
+    color: Mapped[str] = mapped_column(String(7))  # #RRGGBB
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class InboxThreadLabel(Base):
+    __tablename__ = "inbox_thread_labels"
+
+    thread_id: Mapped[str] = mapped_column(
+        ForeignKey("inbox_threads.id", ondelete="CASCADE"), primary_key=True
+    )
+    label_id: Mapped[str] = mapped_column(
+        ForeignKey("inbox_labels.id", ondelete="CASCADE"), primary_key=True
+    )
+    created_at: Mapped[datetime]

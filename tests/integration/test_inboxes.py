@@ -1,0 +1,167 @@
+"""Inboxes over real received mail: an address of a receiving domain, its mail filed into
+threads by References (or subject, within one correspondent's domain), folders, read
+marks and labels — the routes the official SDKs' ``inboxes`` methods call."""
+
+# ruff: noqa: F811  (the ``inbox`` fixture is test_inbound's, taken as a parameter)
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from mailbridge.runner.activity import ActivityDispatcher
+from mailbridge.services.webhooks import default_consumers
+from mailbridge.storage.tables import ActivityEvent
+from tests.integration.test_inbound import Inbox, dns, inbox, letter  # noqa: F401
+
+SUPPORT = "support@shop.io"
+
+
+async def filed(inbox: Inbox) -> None:
+    """What the runner's activity dispatcher does: received mail filed into inboxes."""
+    await ActivityDispatcher(inbox.context, default_consumers(inbox.context)).dispatch_all()
+
+
+async def support_inbox(inbox: Inbox) -> str:
+    created = await inbox.client.post(
+        "/inboxes", json={"email_address": "Support@Shop.io", "name": "Support"}
+    )
+    assert created.status_code == 201, created.text
+    assert created.json()["object"] == "inbox"
+    return str(created.json()["id"])
+
+
+async def threads(inbox: Inbox, query: str = "") -> list[dict[str, Any]]:
+    response = await inbox.client.get(f"/inboxes/{SUPPORT}/threads{query}")
+    assert response.status_code == 200, response.text
+    data: list[dict[str, Any]] = response.json()["data"]
+    return data
+
+
+async def write(
+    inbox: Inbox, subject: str, sender: str = "Ann <ann@corp.io>", **headers: str
+) -> None:
+    """A customer writes to support@ (headers: ``Message_ID="<...>"`` and the like)."""
+    message = letter(to=SUPPORT)
+    for name, value in {"Subject": subject, "From": sender, **headers}.items():
+        del message[name.replace("_", "-")]
+        message[name.replace("_", "-")] = value
+    await inbox.deliver(message, SUPPORT, sender=sender.split("<")[-1].rstrip(">"))
+    await filed(inbox)
+
+
+async def test_an_inbox_is_an_address_on_a_receiving_domain(inbox: Inbox) -> None:
+    inbox_id = await support_inbox(inbox)
+    refused = await inbox.client.post("/inboxes", json={"email_address": "help@elsewhere.io"})
+    assert refused.status_code == 422 and "receiving domains" in refused.json()["message"]
+    again = await inbox.client.post("/inboxes", json={"email_address": SUPPORT})
+    assert again.status_code == 409 and again.json()["name"] == "inbox_exists"
+    for ref in (inbox_id, SUPPORT):
+        found = (await inbox.client.get(f"/inboxes/{ref}")).json()
+        assert found["id"] == inbox_id and found["email_address"] == SUPPORT
+        assert found["name"] == "Support" and found["unread"] == 0
+    listed = (await inbox.client.get("/inboxes")).json()
+    assert [each["id"] for each in listed["data"]] == [inbox_id]
+    changed = await inbox.client.patch(f"/inboxes/{inbox_id}", json={"from_name": "Shop Support"})
+    assert changed.status_code == 200
+    assert (await inbox.client.get(f"/inboxes/{inbox_id}")).json()["from_name"] == "Shop Support"
+    assert (await inbox.client.get("/inboxes/nobody@shop.io")).status_code == 404
+    gone = await inbox.client.delete(f"/inboxes/{SUPPORT}")
+    assert gone.json() == {"object": "inbox", "id": inbox_id, "deleted": True}
+    assert (await inbox.client.get(f"/inboxes/{inbox_id}")).status_code == 404
+
+
+async def test_received_mail_is_threaded_by_references_then_by_subject(inbox: Inbox) -> None:
+    await support_inbox(inbox)
+    await write(inbox, "Where is my order?", Message_ID="<first@corp.io>")
+    [thread] = await threads(inbox)
+    assert thread["subject"] == "Where is my order?" and thread["email_count"] == 1
+    assert thread["read"] is False and thread["folder"] == "inbox"
+    assert thread["from"] == "Ann <ann@corp.io>"
+    assert (await inbox.client.get(f"/inboxes/{SUPPORT}")).json()["unread"] == 1
+
+    # Her follow-up names the first message; a colleague's "Re:" from the same company
+    # joins by subject; a stranger with the same subject gets a thread of their own.
+    await write(inbox, "Anything new?", References="<first@corp.io>")
+    await write(inbox, "RE: Where is my order?", "Bo <bo@corp.io>")
+    await write(inbox, "Where is my order?", "Cy <cy@other.io>")
+    found = await threads(inbox)
+    counts = sorted((each["from"], each["email_count"]) for each in found)
+    assert counts == [("Ann <ann@corp.io>", 3), ("Cy <cy@other.io>", 1)]
+    ann = next(each for each in found if each["from"].startswith("Ann"))
+
+    messages = (await inbox.client.get(f"/inboxes/{SUPPORT}/threads/{ann['id']}/emails")).json()
+    subjects = sorted(each["subject"] for each in messages["data"])
+    assert subjects == ["Anything new?", "RE: Where is my order?", "Where is my order?"]
+    first = next(each for each in messages["data"] if each["message_id"] == "<first@corp.io>")
+    assert first["direction"] == "inbound" and first["text"].startswith("Plain words")
+    one = await inbox.client.get(f"/inboxes/{SUPPORT}/threads/{ann['id']}/emails/{first['id']}")
+    assert one.json()["id"] == first["id"]
+    # One message, two views: the same id under /emails/receiving.
+    received = await inbox.client.get(f"/emails/receiving/{first['id']}")
+    assert received.status_code == 200 and received.json()["subject"] == "Where is my order?"
+
+    async with inbox.context.database.session() as session:
+        types = await session.scalars(
+            select(ActivityEvent.type).where(ActivityEvent.type.like("inbox.%"))
+        )
+        assert sorted(types) == ["inbox.email.received"] * 4 + ["inbox.thread.created"] * 2
+
+
+async def test_folders_read_marks_labels_and_the_trash(inbox: Inbox) -> None:
+    await support_inbox(inbox)
+    await write(inbox, "Refund please")
+    await write(inbox, "Hello there", "Cy <cy@other.io>")
+    refund, hello = sorted(await threads(inbox), key=lambda each: each["subject"])[::-1]
+    base = f"/inboxes/{SUPPORT}/threads"
+
+    urgent = await inbox.client.post(
+        f"/inboxes/{SUPPORT}/labels", json={"name": "Urgent", "color": "#e93d82"}
+    )
+    assert urgent.status_code == 201, urgent.text
+    billing = await inbox.client.post(f"/inboxes/{SUPPORT}/labels", json={"name": "Billing"})
+    urgent_id, billing_id = urgent.json()["id"], billing.json()["id"]
+    duplicate = await inbox.client.post(f"/inboxes/{SUPPORT}/labels", json={"name": "Urgent"})
+    assert duplicate.status_code == 409
+    bad = await inbox.client.post(f"/inboxes/{SUPPORT}/labels", json={"name": "x", "color": "red"})
+    assert bad.status_code == 422
+    labels = (await inbox.client.get(f"/inboxes/{SUPPORT}/labels")).json()["data"]
+    assert [(each["name"], each["color"]) for each in labels] == [
+        ("Billing", "#6B7280"), ("Urgent", "#E93D82"),
+    ]  # fmt: skip
+
+    added = await inbox.client.post(f"{base}/{refund['id']}/labels", json={"labels": [urgent_id]})
+    assert [each["name"] for each in added.json()["data"]] == ["Urgent"]
+    replaced = await inbox.client.put(
+        f"{base}/{refund['id']}/labels", json={"labels": [billing_id, urgent_id]}
+    )
+    assert [each["name"] for each in replaced.json()["data"]] == ["Billing", "Urgent"]
+    removed = await inbox.client.delete(f"{base}/{refund['id']}/labels/{urgent_id}")
+    assert [each["name"] for each in removed.json()["data"]] == ["Billing"]
+    assert [each["id"] for each in await threads(inbox, f"?labels={billing_id}")] == [refund["id"]]
+
+    read = await inbox.client.patch(f"{base}/{hello['id']}", json={"read": True})
+    assert read.json()["read"] is True and read.json()["object"] == "inbox_thread"
+    assert [each["id"] for each in await threads(inbox, "?read=false")] == [refund["id"]]
+    assert (await inbox.client.get(f"/inboxes/{SUPPORT}")).json()["unread"] == 1
+    moved = await inbox.client.patch(f"{base}/{hello['id']}", json={"folder": "archive"})
+    assert moved.json()["folder"] == "archive"
+    assert [each["id"] for each in await threads(inbox, "?folders=archive")] == [hello["id"]]
+    assert (
+        await inbox.client.patch(f"{base}/{hello['id']}", json={"folder": "sent"})
+    ).status_code == 422
+
+    # A new message brings an archived conversation back to the inbox, unread.
+    await write(inbox, "Re: Hello there", "Cy <cy@other.io>")
+    back = await inbox.client.get(f"{base}/{hello['id']}")
+    assert back.json()["folder"] == "inbox" and back.json()["read"] is False
+
+    first = await inbox.client.delete(f"{base}/{refund['id']}")
+    assert first.json()["deleted"] is True
+    assert (await inbox.client.get(f"{base}/{refund['id']}")).json()["folder"] == "trash"
+    assert refund["id"] not in [each["id"] for each in await threads(inbox)]
+    await inbox.client.delete(f"{base}/{refund['id']}")
+    assert (await inbox.client.get(f"{base}/{refund['id']}")).status_code == 404
+    # The received mail itself stays.
+    assert len((await inbox.client.get("/emails/receiving")).json()["data"]) == 3
