@@ -54,6 +54,20 @@ def test_sdk_works_an_inbox(sdk: Server) -> None:
     one: Any = resend.Inboxes.Threads.Emails.get(inbox_id, thread["id"], emails[0]["id"])
     assert one["direction"] == "inbound" and "Where is it?" in one["text"]
 
+    reply = resend.Inboxes.Threads.Emails.reply(
+        {"inbox_id": inbox_id, "thread_id": thread["id"], "email_id": one["id"],
+         "text": "On its way."}
+    )  # fmt: skip
+    [sent] = until(
+        lambda: [
+            each
+            for each in resend.Inboxes.Threads.Emails.list(inbox_id, thread["id"])["data"]
+            if each["id"] == reply["id"]
+        ],
+        "the reply in the thread once it went out",
+    )
+    assert sent["direction"] == "outbound" and sent["subject"].startswith("Re: ")
+
     urgent = resend.Inboxes.Labels.create({"inbox_id": ADDRESS, "name": "Urgent"})
     resend.Inboxes.Labels.update({"inbox_id": inbox_id, "id": urgent["id"], "color": "#E93D82"})
     [label] = resend.Inboxes.Labels.list(inbox_id)["data"]

@@ -10,10 +10,13 @@ from typing import Any
 
 from sqlalchemy import select
 
+from mailbridge.mail.providers import SmtpProvider, SmtpRelay
 from mailbridge.runner.activity import ActivityDispatcher
+from mailbridge.runner.delivery import DeliveryWorker
 from mailbridge.services.webhooks import default_consumers
 from mailbridge.storage.tables import ActivityEvent
 from tests.integration.test_inbound import Inbox, dns, inbox, letter  # noqa: F401
+from tests.smtp_listener import smtp_listener
 
 SUPPORT = "support@shop.io"
 
@@ -165,3 +168,57 @@ async def test_folders_read_marks_labels_and_the_trash(inbox: Inbox) -> None:
     assert (await inbox.client.get(f"{base}/{refund['id']}")).status_code == 404
     # The received mail itself stays.
     assert len((await inbox.client.get("/emails/receiving")).json()["data"]) == 3
+
+
+async def test_a_reply_from_the_inbox_and_the_answer_to_it_share_the_thread(
+    inbox: Inbox,
+) -> None:
+    """The conversation: a customer writes to support@, a member replies from the inbox
+    (delivered over real SMTP to a listener), the customer answers the reply — one
+    thread, unread again."""
+    await support_inbox(inbox)
+    await inbox.client.patch(f"/inboxes/{SUPPORT}", json={"from_name": "Shop Support"})
+    await write(inbox, "Broken zipper", Message_ID="<zip-1@corp.io>", References="<x@corp.io>")
+    [thread] = await threads(inbox)
+    base = f"/inboxes/{SUPPORT}/threads/{thread['id']}"
+    [question] = (await inbox.client.get(f"{base}/emails")).json()["data"]
+    await inbox.client.patch(base, json={"read": True})
+
+    refused = await inbox.client.post(
+        f"{base}/emails/{question['id']}/reply",
+        json={"text": "x", "headers": {"References": "<forged@x.io>"}},
+    )
+    assert refused.status_code == 422 and "References" in refused.json()["message"]
+    replied = await inbox.client.post(
+        f"{base}/emails/{question['id']}/reply",
+        json={"text": "A new one is on its way.", "html": "<p>A new one is on its way.</p>"},
+        headers={"Idempotency-Key": "reply-1"},
+    )
+    assert replied.status_code == 200, replied.text
+    reply_id = replied.json()["id"]
+    again = await inbox.client.post(
+        f"{base}/emails/{question['id']}/reply",
+        json={"text": "A new one is on its way.", "html": "<p>A new one is on its way.</p>"},
+        headers={"Idempotency-Key": "reply-1"},
+    )
+    assert again.json()["id"] == reply_id  # the same reply, not a second one
+
+    with smtp_listener() as listener:
+        provider = SmtpProvider(SmtpRelay.from_url(listener.url), pool_size=1)
+        async with DeliveryWorker(inbox.context, provider=provider) as worker:
+            assert await worker.deliver_due() == 1
+        [sent] = listener.messages()
+    assert sent.rcpt_tos == ["ann@corp.io"]
+    assert sent.header("From") == "Shop Support <support@shop.io>"
+    assert sent.header("Subject") == "Re: Broken zipper"
+    assert sent.header("In-Reply-To") == "<zip-1@corp.io>"
+    assert sent.header("References") == "<x@corp.io> <zip-1@corp.io>"
+    await filed(inbox)
+    emails = (await inbox.client.get(f"{base}/emails")).json()["data"]
+    assert (emails[0]["direction"], emails[0]["id"]) == ("outbound", reply_id)  # newest first
+    assert emails[0]["from"] == "Shop Support <support@shop.io>"
+
+    await write(inbox, "Re: Broken zipper", In_Reply_To=sent.message_id)
+    [same] = await threads(inbox)
+    assert same["id"] == thread["id"] and same["email_count"] == 3
+    assert same["read"] is False and same["folder"] == "inbox"

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Query, Request
+from fastapi.responses import Response
 from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from mailbridge.api.deps import ContextDep, PageDep, Reader, SessionDep, Writer
+from mailbridge.api.deps import ContextDep, PageDep, Reader, Sender, SessionDep, Writer
+from mailbridge.api.send_path import answer_response, answer_send
+from mailbridge.errors import ValidationError
 from mailbridge.services import inboxes
 from mailbridge.services.accounts import Principal
 from mailbridge.services.kernel import ServiceContext
@@ -112,6 +115,30 @@ async def _relabel(
         session, context.clock, inbox, thread, labels, replace=replace
     )
     return _label_list(found)
+
+
+@router.post("/inboxes/{inbox_ref}/threads/{thread_id}/emails/{email_id}/reply")
+async def reply(
+    inbox_ref: str, thread_id: str, email_id: str, payload: Annotated[Any, Body()],
+    request: Request, principal: Sender,
+) -> Response:  # fmt: skip
+    """Reply from the inbox's address: an ordinary email (``POST /emails``' validation,
+    quota, idempotency and webhooks), threaded by the In-Reply-To and References set
+    here; it joins the thread when it goes out."""
+    if not isinstance(payload, dict):
+        raise ValidationError("The body is a JSON object.")
+    context: ServiceContext = request.app.state.context
+    async with context.database.session() as session:
+        inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)
+        thread = await inboxes.get_thread(session, inbox, thread_id)
+        original = await inboxes.get_message(session, thread, email_id)
+        references = await inboxes.message_references(session, email_id)
+    body = inboxes.reply_payload(inbox, original, references, payload)
+    answer = await answer_send(
+        context, request.app.state.email_writer, principal, body, batch=False,
+        idempotency_key=request.headers.get("idempotency-key"),
+    )  # fmt: skip
+    return answer_response(answer)
 
 
 @router.post("/inboxes/{inbox_ref}/threads/{thread_id}/labels")

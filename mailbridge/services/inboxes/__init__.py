@@ -11,7 +11,7 @@ stays in ``received_emails`` and ``emails``.
 
 from __future__ import annotations
 
-from mailbridge.services.inboxes._filing import InboxFiler, file_received
+from mailbridge.services.inboxes._filing import InboxFiler, file_received, file_sent
 from mailbridge.services.inboxes._inboxes import (
     create_inbox,
     delete_inbox,
@@ -31,6 +31,7 @@ from mailbridge.services.inboxes._labels import (
     unlabel_thread,
     update_label,
 )
+from mailbridge.services.inboxes._replies import reply_payload
 from mailbridge.services.inboxes._threading import subject_key
 from mailbridge.services.inboxes._threads import (
     FOLDERS,
@@ -41,6 +42,7 @@ from mailbridge.services.inboxes._threads import (
     label_summary,
     list_messages,
     list_threads,
+    message_references,
     thread_labels,
     thread_summary,
     thread_view,
@@ -60,6 +62,7 @@ __all__ = [
     "delete_thread",
     "empty_trash",
     "file_received",
+    "file_sent",
     "find_inbox",
     "get_label",
     "get_message",
@@ -72,6 +75,8 @@ __all__ = [
     "list_labels",
     "list_messages",
     "list_threads",
+    "message_references",
+    "reply_payload",
     "subject_key",
     "thread_labels",
     "thread_summary",

@@ -1,4 +1,4 @@
-"""Filing received mail into inboxes: an activity consumer of ``email.received``.
+"""Filing mail into inboxes: an activity consumer of ``email.received`` and ``email.sent``.
 
 The dispatcher hands every activity event once, in a transaction with what its
 consumers add (``services.webhooks``' activity dispatch). For a received message whose
@@ -8,6 +8,11 @@ lost, and the listener's hot path stays as it was. A new message makes its threa
 unread, brings an archived one back to the inbox folder, and records
 ``inbox.email.received`` (and ``inbox.thread.created`` for a new thread) for webhooks
 and automations. Reports (bounces, complaints) are not conversations: not filed.
+
+An email the team sends from an inbox's address — a reply made with the inbox's routes,
+or any ``POST /emails`` from that address — is filed when it goes out (its first
+``email.sent``): into the thread its ``In-Reply-To``/``References`` name, else a new
+thread in the ``sent`` folder; ``inbox.email.sent``.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from mailbridge.services.inboxes._threading import (
 from mailbridge.services.kernel import ServiceContext, record_event
 from mailbridge.storage.tables import (
     ActivityEvent,
+    Email,
+    EmailAttachment,
     Inbox,
     InboxMessage,
     InboxThread,
@@ -50,40 +57,102 @@ class InboxFiler:
     async def consume(
         self, session: AsyncSession, context: ServiceContext, events: Sequence[ActivityEvent]
     ) -> None:
-        ids = [
-            event.data["email_id"]
-            for event in events
-            if event.type == "email.received"
-            and isinstance(event.data, dict)
-            and isinstance(event.data.get("email_id"), str)
-        ]
-        if not ids:
-            return
-        received = list(
-            (
-                await session.scalars(
-                    select(ReceivedEmail)
-                    .where(ReceivedEmail.id.in_(ids), ReceivedEmail.kind.in_(FILED_KINDS))
-                    .order_by(ReceivedEmail.created_at, ReceivedEmail.id)
-                )
-            ).all()
-        )
-        if not received:
-            return
-        addresses = {row.recipient for row in received}
-        inboxes = {
-            inbox.email_address: inbox
-            for inbox in await session.scalars(
-                select(Inbox).where(Inbox.email_address.in_(addresses))
-            )
-        }
-        for row in received:
-            inbox = inboxes.get(row.recipient)
-            if inbox is not None and inbox.team_id == row.team_id:
-                await file_received(session, context.clock, inbox, row)
+        received_ids = _email_ids(events, "email.received")
+        sent_ids = _email_ids(events, "email.sent")
+        if received_ids:
+            await _file_received(session, context.clock, received_ids)
+        if sent_ids:
+            await _file_sent(session, context.clock, sent_ids)
 
     def dispatched(self) -> None:
         pass
+
+
+def _email_ids(events: Sequence[ActivityEvent], event_type: str) -> list[str]:
+    return [
+        event.data["email_id"]
+        for event in events
+        if event.type == event_type
+        and isinstance(event.data, dict)
+        and isinstance(event.data.get("email_id"), str)
+    ]
+
+
+async def _inboxes(session: AsyncSession, addresses: set[str]) -> dict[str, Inbox]:
+    found = await session.scalars(select(Inbox).where(Inbox.email_address.in_(addresses)))
+    return {inbox.email_address: inbox for inbox in found}
+
+
+async def _file_received(session: AsyncSession, clock: Clock, ids: list[str]) -> None:
+    rows = await session.scalars(
+        select(ReceivedEmail)
+        .where(ReceivedEmail.id.in_(ids), ReceivedEmail.kind.in_(FILED_KINDS))
+        .order_by(ReceivedEmail.created_at, ReceivedEmail.id)
+    )
+    received = list(rows.all())
+    inboxes = await _inboxes(session, {row.recipient for row in received})
+    for row in received:
+        inbox = inboxes.get(row.recipient)
+        if inbox is not None and inbox.team_id == row.team_id:
+            await file_received(session, clock, inbox, row)
+
+
+async def _file_sent(session: AsyncSession, clock: Clock, ids: list[str]) -> None:
+    rows = await session.scalars(
+        select(Email).where(Email.id.in_(ids)).order_by(Email.created_at, Email.id)
+    )
+    sent = list(rows.all())
+    inboxes = await _inboxes(session, {email.from_email.lower() for email in sent})
+    for email in sent:
+        inbox = inboxes.get(email.from_email.lower())
+        if inbox is not None and inbox.team_id == email.team_id:
+            await file_sent(session, clock, inbox, email)
+
+
+async def file_sent(
+    session: AsyncSession, clock: Clock, inbox: Inbox, email: Email
+) -> InboxMessage | None:
+    """Add an email sent from ``inbox``'s address to its thread (None: filed already)."""
+    if await session.get(InboxMessage, email.id) is not None:
+        return None
+    headers = {str(name).lower(): str(value) for name, value in (email.headers or {}).items()}
+    references = message_ids(headers.get("in-reply-to"), headers.get("references"))
+    recipient = parse_recipient(email.to[0]) if email.to else None
+    correspondent = domain_of(recipient or inbox.email_address)
+    at = email.sent_at or email.created_at
+    thread = await thread_for(session, inbox.id, references, email.subject, correspondent, at)
+    created = thread is None
+    if thread is None:
+        thread = InboxThread(
+            team_id=inbox.team_id, inbox_id=inbox.id, subject=email.subject,
+            subject_key=subject_key(email.subject), correspondent_domain=correspondent[:255],
+            from_address=email.from_address, to=list(email.to or []), cc=list(email.cc or []),
+            folder="sent", read=True, email_count=0, has_attachment=False, latest_at=at,
+            created_at=clock.now(), updated_at=clock.now(),
+        )  # fmt: skip
+        session.add(thread)
+        await session.flush()
+    attachments = await session.scalar(
+        select(func.count()).where(EmailAttachment.email_id == email.id)
+    )
+    thread.email_count += 1
+    thread.has_attachment = thread.has_attachment or bool(attachments)
+    thread.latest_at = max(thread.latest_at, at)
+    thread.updated_at = clock.now()
+    message = InboxMessage(
+        id=email.id, team_id=inbox.team_id, inbox_id=inbox.id, thread_id=thread.id,
+        direction="outbound", message_id=normalized_message_id(email.message_id), read=True,
+        created_at=at,
+    )  # fmt: skip
+    session.add(message)
+    data: dict[str, Any] = {
+        "source": "api", "inbox_id": inbox.id, "thread_id": thread.id, "email_id": email.id,
+        "from": email.from_address, "to": list(email.to or []), "subject": email.subject,
+    }  # fmt: skip
+    if created:
+        record_event(session, clock, inbox.team_id, "inbox.thread.created", data)
+    record_event(session, clock, inbox.team_id, "inbox.email.sent", data)
+    return message
 
 
 async def file_received(

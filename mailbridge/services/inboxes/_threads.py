@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import NotFound, ValidationError
 from mailbridge.services.inboxes._labels import labels_of
+from mailbridge.services.inboxes._threading import message_ids
 from mailbridge.storage.database import Database
 from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.queries import is_uuid
@@ -208,6 +209,19 @@ async def get_message(
     if message is None:
         raise NotFound("Email not found in this thread.")
     return (await message_views(session, [message]))[message.id]
+
+
+async def message_references(session: AsyncSession, message_id: str) -> list[str]:
+    """The References of a message of a thread (oldest first): a received message's own,
+    a sent one's as mailbridge wrote them."""
+    received = await session.get(ReceivedEmail, message_id)
+    if received is not None:
+        return message_ids(received.references, received.in_reply_to)
+    email = await session.get(Email, message_id)
+    if email is None:
+        return []
+    headers = {str(name).lower(): str(value) for name, value in (email.headers or {}).items()}
+    return message_ids(headers.get("references"), headers.get("in-reply-to"))
 
 
 async def message_views(

@@ -33,6 +33,19 @@ test('an inbox, its threads, messages and labels', async () => {
   assert.equal(first.direction, 'inbound');
   assert.equal(first.attachments[0].filename, 'quote.txt');
 
+  const reply = ok(await resend.inboxes.threads.emails.reply({
+    ...byId, threadId: thread.id, emailId: first.id, text: 'On its way.', replyAll: true,
+  }));
+  const sent = await until(async () => {
+    const all = ok(await resend.inboxes.threads.emails.list({ ...byId, threadId: thread.id })).data;
+    return all.find((each) => each.id === reply.id);
+  }, 'the reply in the thread once it went out');
+  assert.equal(sent.direction, 'outbound');
+  assert.match(sent.subject, /^Re: /);
+  refused(await resend.inboxes.threads.emails.reply({
+    ...byId, threadId: thread.id, emailId: first.id, text: 'x', headers: { 'In-Reply-To': '<x@y>' },
+  }), 422);
+
   const urgent = ok(await resend.inboxes.labels.create({ ...byAddress, name: 'Urgent', color: '#E93D82' }));
   const billing = ok(await resend.inboxes.labels.create({ ...byId, name: 'Billing' }));
   ok(await resend.inboxes.labels.update({ ...byId, labelId: billing.id, color: '#00AA00' }));

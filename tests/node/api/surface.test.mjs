@@ -19,8 +19,7 @@ export const DIFFERENCES = {
   'webhooks.get, webhooks.list': 'no signing_secret: it is shown once, in the answer that made it (create, rotateSigningSecret) (spec §4.10)',
 };
 const LEFT_OUT = {
-  'inboxes.threads.search': 'Inboxes (issue 6 of 6) are built in steps: search, replies, forwards, drafts and the agent come next; until then these routes answer 404',
-  'inboxes.threads.emails.reply': 'the same: replies from an inbox come with drafts',
+  'inboxes.threads.search': 'Inboxes (issue 6 of 6) are built in steps: search, forwards, drafts and the agent come next; until then these routes answer 404',
   'inboxes.threads.emails.forward': 'the same',
   'inboxes.drafts.': 'the same',
   'inboxes.agent.': 'the same',
