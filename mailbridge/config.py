@@ -45,6 +45,8 @@ class Settings(BaseSettings):
         default="text", description="json: one JSON object a line (mailbridge.cli.log_lines)"
     )
     request_log_retention_days: int = 30
+    # Where an inbox's agent is asked what to do with a new message (none: not asked).
+    inbox_agent_url: str | None = None
     # Days a thread stays in an inbox's trash before it is removed for good.
     inbox_trash_retention_days: int = Field(default=30, ge=1)
     runner_poll_interval: float = Field(default=0.25, gt=0, le=0.25)

@@ -93,6 +93,12 @@ def test_sdk_works_an_inbox(sdk: Server) -> None:
     resend.Inboxes.Threads.remove(inbox_id, thread["id"])
     assert resend.Inboxes.Threads.get(inbox_id, thread["id"])["folder"] == "trash"
 
+    resend.Inboxes.Agent.update(
+        {"inbox_id": ADDRESS, "instructions": "Be kind.", "actions": ["add_labels"]}
+    )
+    agent = resend.Inboxes.Agent.get(inbox_id)
+    assert (agent["instructions"], agent["actions"]) == ("Be kind.", ["add_labels"])
+
     assert resend.Inboxes.remove(inbox_id)["deleted"] is True
     try:
         resend.Inboxes.get(inbox_id)

@@ -222,3 +222,24 @@ async def test_a_reply_from_the_inbox_and_the_answer_to_it_share_the_thread(
     [same] = await threads(inbox)
     assert same["id"] == thread["id"] and same["email_count"] == 3
     assert same["read"] is False and same["folder"] == "inbox"
+
+
+async def test_the_agent_settings_are_kept(inbox: Inbox) -> None:
+    await support_inbox(inbox)
+    agent = (await inbox.client.get(f"/inboxes/{SUPPORT}/agent")).json()
+    assert agent == {
+        "object": "inbox_agent", "instructions": None, "tone": None, "actions": [],
+        "agent_url_configured": False,
+    }  # fmt: skip
+    changed = await inbox.client.patch(
+        f"/inboxes/{SUPPORT}/agent",
+        json={"instructions": "Be kind.", "tone": "concise_casual",
+              "actions": ["draft_reply", "add_labels", "draft_reply"]},
+    )  # fmt: skip
+    assert changed.status_code == 200 and changed.json()["object"] == "inbox_agent"
+    agent = (await inbox.client.get(f"/inboxes/{SUPPORT}/agent")).json()
+    assert (agent["instructions"], agent["tone"]) == ("Be kind.", "concise_casual")
+    assert agent["actions"] == ["draft_reply", "add_labels"]
+    for bad in ({"tone": "shouty"}, {"actions": ["send_reply"]}, {}, {"instructions": 5}):
+        refused = await inbox.client.patch(f"/inboxes/{SUPPORT}/agent", json=bad)
+        assert refused.status_code == 422, bad

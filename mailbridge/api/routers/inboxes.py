@@ -113,3 +113,21 @@ async def delete_label(
     label = await inboxes.get_label(session, inbox, label_id)
     await inboxes.delete_label(session, label)
     return {"object": "inbox_label", "id": label_id, "deleted": True}
+
+
+@router.get("/inboxes/{inbox_ref}/agent")
+async def get_agent(
+    inbox_ref: str, principal: Reader, session: SessionDep, context: ContextDep
+) -> dict[str, Any]:
+    inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)
+    return inboxes.agent_view(inbox, configured=bool(context.settings.inbox_agent_url))
+
+
+@router.patch("/inboxes/{inbox_ref}/agent")
+async def update_agent(
+    inbox_ref: str, body: Annotated[dict[str, Any], Body()], principal: Writer,
+    session: SessionDep, context: ContextDep,
+) -> dict[str, Any]:  # fmt: skip
+    inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)
+    await inboxes.update_agent(session, context.clock, inbox, body)
+    return {"object": "inbox_agent", "id": inbox.id}

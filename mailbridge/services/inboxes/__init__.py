@@ -11,6 +11,7 @@ stays in ``received_emails`` and ``emails``.
 
 from __future__ import annotations
 
+from mailbridge.services.inboxes._agent import agent_view, update_agent
 from mailbridge.services.inboxes._filing import InboxFiler, file_received, file_sent
 from mailbridge.services.inboxes._inboxes import (
     create_inbox,
@@ -55,6 +56,7 @@ register_consumer(InboxFiler.name, InboxFiler)
 __all__ = [
     "FOLDERS",
     "InboxFiler",
+    "agent_view",
     "create_inbox",
     "create_label",
     "delete_inbox",
@@ -83,6 +85,7 @@ __all__ = [
     "thread_view",
     "unlabel_thread",
     "unread_counts",
+    "update_agent",
     "update_inbox",
     "update_label",
     "update_thread",

@@ -27,6 +27,11 @@ class Inbox(Base):
     name: Mapped[str | None] = mapped_column(String(200))
     from_name: Mapped[str | None] = mapped_column(String(200))
     forwarding: Mapped[bool] = mapped_column(default=False)
+    # The agent's settings (GET/PATCH /inboxes/:id/agent): what it is told, its tone, and
+    # the actions it may take.
+    agent_instructions: Mapped[str | None] = mapped_column(Text)
+    agent_tone: Mapped[str | None] = mapped_column(String(32))
+    agent_actions: Mapped[list[str]] = mapped_column(JSON, default=list)
     last_received: Mapped[datetime | None]
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]

@@ -67,6 +67,12 @@ test('an inbox, its threads, messages and labels', async () => {
   ok(await resend.inboxes.threads.remove({ ...byId, threadId: thread.id }));
   assert.equal(ok(await resend.inboxes.threads.get({ ...byId, threadId: thread.id })).folder, 'trash');
 
+  ok(await resend.inboxes.agent.update({ ...byAddress, instructions: 'Be kind.', tone: 'concise_casual', actions: ['draft_reply'] }));
+  const agent = ok(await resend.inboxes.agent.get(byId));
+  assert.equal(agent.object, 'inbox_agent');
+  assert.deepEqual([agent.instructions, agent.tone, agent.actions], ['Be kind.', 'concise_casual', ['draft_reply']]);
+  refused(await resend.inboxes.agent.update({ ...byId, tone: 'shouty' }), 422);
+
   const removed = ok(await resend.inboxes.remove(created.id));
   assert.equal(removed.deleted, true);
   refused(await resend.inboxes.get(created.id), 404);
