@@ -40,6 +40,7 @@ from mailbridge.api.routers import (
     event_intake,
     events,
     health,
+    inbox_drafts,
     inbox_threads,
     inboxes,
     logs,
@@ -96,6 +97,7 @@ ROUTERS = (
     webhooks.router,
     inboxes.router,
     inbox_threads.router,
+    inbox_drafts.router,
     tracking.router,
 )
 

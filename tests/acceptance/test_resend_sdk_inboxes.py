@@ -68,6 +68,18 @@ def test_sdk_works_an_inbox(sdk: Server) -> None:
     )
     assert sent["direction"] == "outbound" and sent["subject"].startswith("Re: ")
 
+    draft = resend.Inboxes.Drafts.create(
+        {"inbox_id": inbox_id, "to": ["bo@corp.io"], "subject": "Invoice", "text": "Here."}
+    )
+    resend.Inboxes.Drafts.update({"inbox_id": inbox_id, "id": draft["id"], "cc": ["cy@corp.io"]})
+    assert resend.Inboxes.Drafts.get(ADDRESS, draft["id"])["cc"] == ["cy@corp.io"]
+    listed = resend.Inboxes.Drafts.list(inbox_id)["data"]
+    assert [each["id"] for each in listed] == [draft["id"]]
+    spare = resend.Inboxes.Drafts.create({"inbox_id": inbox_id, "text": "Not needed."})
+    resend.Inboxes.Drafts.remove(inbox_id, spare["id"])
+    sent_draft = resend.Inboxes.Drafts.send(inbox_id, draft["id"])
+    assert resend.Inboxes.Drafts.get(inbox_id, draft["id"])["email_id"] == sent_draft["id"]
+
     urgent = resend.Inboxes.Labels.create({"inbox_id": ADDRESS, "name": "Urgent"})
     resend.Inboxes.Labels.update({"inbox_id": inbox_id, "id": urgent["id"], "color": "#E93D82"})
     [label] = resend.Inboxes.Labels.list(inbox_id)["data"]

@@ -156,6 +156,9 @@ TEMPLATES: dict[str, dict[str, Any]] = {
     "/inboxes//labels": {"name": "l", "color": "#AABBCC"},
     "/inboxes//threads": {"read": True, "folder": "archive"},
     "/inboxes//threads//labels": {"labels": []},
+    "/inboxes//threads//emails//reply": {"text": "t", "reply_all": True},
+    "/inboxes//drafts": {"to": ["x@corp.io"], "subject": "s", "text": "t", "attachments": []},
+    "/inboxes//agent": {"instructions": "i", "tone": "concise_casual", "actions": []},
 }
 
 
@@ -219,6 +222,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
                          "html": "h", "scheduled_at": "in 1 day"}),
             ("/inboxes", {"email_address": "in@b-shop.io"}),
             ("/inboxes/in@b-shop.io/labels", {"name": "B"}),
+            ("/inboxes/in@b-shop.io/drafts", {"to": "b@corp.io", "text": "B"}),
         ):  # fmt: skip
             response = await client.post(path, json=body, headers=b)
             assert response.status_code in (200, 201), (path, response.text)

@@ -6,6 +6,7 @@ marks and labels — the routes the official SDKs' ``inboxes`` methods call."""
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from sqlalchemy import select
@@ -243,3 +244,84 @@ async def test_the_agent_settings_are_kept(inbox: Inbox) -> None:
     for bad in ({"tone": "shouty"}, {"actions": ["send_reply"]}, {}, {"instructions": 5}):
         refused = await inbox.client.patch(f"/inboxes/{SUPPORT}/agent", json=bad)
         assert refused.status_code == 422, bad
+
+
+async def test_drafts_are_written_kept_and_sent(inbox: Inbox) -> None:
+    await support_inbox(inbox)
+    await write(inbox, "Invoice missing", Message_ID="<inv-1@corp.io>")
+    [thread] = await threads(inbox)
+    emails_of = f"/inboxes/{SUPPORT}/threads/{thread['id']}/emails"
+    [question] = (await inbox.client.get(emails_of)).json()["data"]
+    drafts = f"/inboxes/{SUPPORT}/drafts"
+
+    note = base64.b64encode(b"invoice 42").decode()
+    created = await inbox.client.post(
+        drafts,
+        json={"to": "bo@corp.io", "subject": "Your invoice", "text": "Attached.",
+              "attachments": [{"filename": "inv.txt", "content": note,
+                               "content_type": "text/plain"}]},
+        headers={"Idempotency-Key": "draft-1"},
+    )  # fmt: skip
+    assert created.status_code == 201, created.text
+    draft_id = created.json()["id"]
+    repeat = await inbox.client.post(
+        drafts, json={"to": "bo@corp.io", "text": "x"}, headers={"Idempotency-Key": "draft-1"}
+    )
+    assert repeat.json()["id"] == draft_id
+    assert (await inbox.client.post(drafts, json={})).status_code == 422
+    bad = await inbox.client.post(
+        drafts, json={"text": "x", "attachments": [{"filename": "a", "content": "%%%"}]}
+    )
+    assert bad.status_code == 422
+
+    got = (await inbox.client.get(f"{drafts}/{draft_id}")).json()
+    assert got["type"] == "standalone" and got["to"] == ["bo@corp.io"]
+    assert [(each["filename"], each["size"]) for each in got["attachments"]] == [("inv.txt", 10)]
+    changed = await inbox.client.patch(f"{drafts}/{draft_id}", json={"cc": ["cy@corp.io"]})
+    assert changed.status_code == 200
+    assert (await inbox.client.get(f"/inboxes/{SUPPORT}")).json()["drafts"] == 1
+
+    reply = await inbox.client.post(
+        drafts,
+        json={"thread_id": thread["id"], "reply_to_email_id": question["id"],
+              "text": "We sent it again."},
+    )  # fmt: skip
+    assert reply.status_code == 201, reply.text
+    [listed] = await threads(inbox)
+    assert listed["has_draft"] is True
+    half = await inbox.client.post(drafts, json={"thread_id": thread["id"], "text": "x"})
+    assert half.status_code == 422
+
+    sent = await inbox.client.post(
+        f"{drafts}/{draft_id}/send", json={"headers": {"X-Ticket": "42"}},
+        headers={"Idempotency-Key": "send-1"},
+    )  # fmt: skip
+    assert sent.status_code == 200, sent.text
+    again = await inbox.client.post(
+        f"{drafts}/{draft_id}/send", json={"headers": {"X-Ticket": "42"}},
+        headers={"Idempotency-Key": "send-1"},
+    )  # fmt: skip
+    assert again.json()["id"] == sent.json()["id"]  # a repeat after a lost answer: one email
+    assert (await inbox.client.post(f"{drafts}/{draft_id}/send")).status_code == 422
+    assert (await inbox.client.get(f"{drafts}/{draft_id}")).json()["email_id"] == sent.json()["id"]
+    email = (await inbox.client.get(f"/emails/{sent.json()['id']}")).json()
+    assert email["from"] == "support@shop.io" and email["cc"] == ["cy@corp.io"]
+    replied = await inbox.client.post(f"{drafts}/{reply.json()['id']}/send")
+    assert replied.status_code == 200, replied.text
+    listed_drafts = (await inbox.client.get(drafts)).json()["data"]
+    assert listed_drafts == []
+
+    with smtp_listener() as listener:
+        provider = SmtpProvider(SmtpRelay.from_url(listener.url), pool_size=1)
+        async with DeliveryWorker(inbox.context, provider=provider) as worker:
+            assert await worker.deliver_due() == 2
+        by_subject = {each.header("Subject"): each for each in listener.messages()}
+    assert by_subject["Re: Invoice missing"].header("In-Reply-To") == "<inv-1@corp.io>"
+    assert by_subject["Re: Invoice missing"].rcpt_tos == ["ann@corp.io"]
+    assert b"aW52b2ljZSA0Mg==" in by_subject["Your invoice"].content  # the file, base64
+    assert by_subject["Your invoice"].header("X-Ticket") == "42"
+    await filed(inbox)
+    [same] = await threads(inbox, "?folders=inbox")
+    assert same["email_count"] == 2 and same["has_draft"] is False
+    gone = await inbox.client.delete(f"{drafts}/{draft_id}")
+    assert gone.json()["deleted"] is True

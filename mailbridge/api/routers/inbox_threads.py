@@ -42,11 +42,12 @@ async def list_threads(
         session, inbox, page, folders=folders, labels=labels, read=read
     )
     named = await inboxes.thread_labels(session, found.items)
-    return {
-        "object": "list",
-        "has_more": found.has_more,
-        "data": [inboxes.thread_view(thread, named[thread.id]) for thread in found.items],
-    }
+    drafted = await inboxes.threads_with_drafts(session, [thread.id for thread in found.items])
+    views = [
+        inboxes.thread_view(thread, named[thread.id], has_draft=thread.id in drafted)
+        for thread in found.items
+    ]
+    return {"object": "list", "has_more": found.has_more, "data": views}
 
 
 @router.get("/inboxes/{inbox_ref}/threads/{thread_id}")

@@ -54,7 +54,8 @@ async def list_inboxes(principal: Reader, session: SessionDep, page: PageDep) ->
 async def get_inbox(inbox_ref: str, principal: Reader, session: SessionDep) -> dict[str, Any]:
     inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)
     unread = await inboxes.unread_counts(session, [inbox.id])
-    return inboxes.inbox_view(inbox, unread.get(inbox.id, 0))
+    drafts = await inboxes.open_drafts(session, [inbox.id])
+    return inboxes.inbox_view(inbox, unread.get(inbox.id, 0), drafts.get(inbox.id, 0))
 
 
 @router.patch("/inboxes/{inbox_ref}")

@@ -12,6 +12,21 @@ stays in ``received_emails`` and ``emails``.
 from __future__ import annotations
 
 from mailbridge.services.inboxes._agent import agent_view, update_agent
+from mailbridge.services.inboxes._drafts import (
+    attachment_payload,
+    create_draft,
+    delete_draft,
+    draft_files,
+    draft_list_item,
+    draft_view,
+    get_draft,
+    list_drafts,
+    mark_sent,
+    open_drafts,
+    send_payload,
+    threads_with_drafts,
+    update_draft,
+)
 from mailbridge.services.inboxes._filing import InboxFiler, file_received, file_sent
 from mailbridge.services.inboxes._inboxes import (
     create_inbox,
@@ -32,7 +47,7 @@ from mailbridge.services.inboxes._labels import (
     unlabel_thread,
     update_label,
 )
-from mailbridge.services.inboxes._replies import reply_payload
+from mailbridge.services.inboxes._replies import reply_payload, sender
 from mailbridge.services.inboxes._threading import subject_key
 from mailbridge.services.inboxes._threads import (
     FOLDERS,
@@ -57,15 +72,22 @@ __all__ = [
     "FOLDERS",
     "InboxFiler",
     "agent_view",
+    "attachment_payload",
+    "create_draft",
     "create_inbox",
     "create_label",
+    "delete_draft",
     "delete_inbox",
     "delete_label",
     "delete_thread",
+    "draft_files",
+    "draft_list_item",
+    "draft_view",
     "empty_trash",
     "file_received",
     "file_sent",
     "find_inbox",
+    "get_draft",
     "get_label",
     "get_message",
     "get_thread",
@@ -73,19 +95,26 @@ __all__ = [
     "label_summary",
     "label_thread",
     "label_view",
+    "list_drafts",
     "list_inboxes",
     "list_labels",
     "list_messages",
     "list_threads",
+    "mark_sent",
     "message_references",
+    "open_drafts",
     "reply_payload",
+    "send_payload",
+    "sender",
     "subject_key",
     "thread_labels",
     "thread_summary",
     "thread_view",
+    "threads_with_drafts",
     "unlabel_thread",
     "unread_counts",
     "update_agent",
+    "update_draft",
     "update_inbox",
     "update_label",
     "update_thread",

@@ -132,7 +132,7 @@ async def unread_counts(session: AsyncSession, inbox_ids: list[str]) -> dict[str
     return {inbox_id: int(count) for inbox_id, count in rows.tuples()}
 
 
-def inbox_view(inbox: Inbox, unread: int) -> dict[str, Any]:
+def inbox_view(inbox: Inbox, unread: int, drafts: int = 0) -> dict[str, Any]:
     return {
         "object": "inbox",
         "id": inbox.id,
@@ -142,7 +142,7 @@ def inbox_view(inbox: Inbox, unread: int) -> dict[str, Any]:
         "receiving_address": inbox.email_address,
         "from_name": inbox.from_name,
         "unread": unread,
-        "drafts": 0,
+        "drafts": drafts,
         "last_received": isoformat_ms(inbox.last_received),
         "created_at": isoformat_ms(inbox.created_at),
         "updated_at": isoformat_ms(inbox.updated_at),

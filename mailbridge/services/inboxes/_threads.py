@@ -150,7 +150,9 @@ async def thread_labels(
     return await labels_of(session, [thread.id for thread in threads])
 
 
-def thread_view(thread: InboxThread, labels: Sequence[InboxLabel]) -> dict[str, Any]:
+def thread_view(
+    thread: InboxThread, labels: Sequence[InboxLabel], *, has_draft: bool = False
+) -> dict[str, Any]:
     return {
         "id": thread.id,
         "subject": thread.subject,
@@ -161,7 +163,7 @@ def thread_view(thread: InboxThread, labels: Sequence[InboxLabel]) -> dict[str, 
         "labels": [label_summary(label) for label in labels],
         "email_count": thread.email_count,
         "has_attachment": thread.has_attachment,
-        "has_draft": False,
+        "has_draft": has_draft,
         "read": thread.read,
         "received_at": isoformat_ms(thread.latest_at),
         "folder": thread.folder,

@@ -46,6 +46,8 @@ from mailbridge.storage.tables.emails import (
 from mailbridge.storage.tables.inbound import ReceivedAttachment, ReceivedEmail
 from mailbridge.storage.tables.inboxes import (
     Inbox,
+    InboxDraft,
+    InboxDraftAttachment,
     InboxLabel,
     InboxMessage,
     InboxThread,
@@ -83,6 +85,8 @@ __all__ = [
     "EventDefinition",
     "IdempotencyRecord",
     "Inbox",
+    "InboxDraft",
+    "InboxDraftAttachment",
     "InboxLabel",
     "InboxMessage",
     "InboxThread",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, ForeignKey, Index, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mailbridge.storage.tables.base import Base
@@ -111,3 +111,45 @@ class InboxThreadLabel(Base):
         ForeignKey("inbox_labels.id", ondelete="CASCADE"), primary_key=True
     )
     created_at: Mapped[datetime]
+
+
+class InboxDraft(Base):
+    """A message being written in an inbox: standalone, or a reply to a message of a
+    thread; sent as an ordinary email (``email_id`` once sent)."""
+
+    __tablename__ = "inbox_drafts"
+    __table_args__ = (
+        Index("ix_inbox_drafts_inbox_created", "inbox_id", "created_at", "id"),
+        Index("uq_inbox_drafts_inbox_key", "inbox_id", "idempotency_key", unique=True),
+    )
+
+    id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True, default=new_id)
+    team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    inbox_id: Mapped[str] = mapped_column(ForeignKey("inboxes.id", ondelete="CASCADE"))
+    thread_id: Mapped[str | None] = mapped_column(
+        ForeignKey("inbox_threads.id", ondelete="SET NULL")
+    )
+    reply_to_email_id: Mapped[str | None] = mapped_column(IdColumnType())
+    to: Mapped[list[str] | None] = mapped_column(JSON)
+    cc: Mapped[list[str]] = mapped_column(JSON, default=list)
+    bcc: Mapped[list[str]] = mapped_column(JSON, default=list)
+    subject: Mapped[str | None] = mapped_column(Text)
+    text: Mapped[str | None] = mapped_column(Text)
+    html: Mapped[str | None] = mapped_column(Text)
+    idempotency_key: Mapped[str | None] = mapped_column(String(255))
+    email_id: Mapped[str | None] = mapped_column(IdColumnType())  # once sent
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class InboxDraftAttachment(Base):
+    __tablename__ = "inbox_draft_attachments"
+    __table_args__ = (Index("ix_inbox_draft_attachments_draft", "draft_id", "position"),)
+
+    id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True, default=new_id)
+    draft_id: Mapped[str] = mapped_column(ForeignKey("inbox_drafts.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    filename: Mapped[str] = mapped_column(String(255))
+    content_type: Mapped[str] = mapped_column(String(255))
+    size: Mapped[int] = mapped_column(Integer)
+    content: Mapped[bytes] = mapped_column(LargeBinary)

@@ -46,6 +46,22 @@ test('an inbox, its threads, messages and labels', async () => {
     ...byId, threadId: thread.id, emailId: first.id, text: 'x', headers: { 'In-Reply-To': '<x@y>' },
   }), 422);
 
+  const draft = ok(await resend.inboxes.drafts.create({
+    ...byId, to: 'bo@corp.io', subject: 'Your invoice', text: 'Attached.',
+    attachments: [{ filename: 'inv.txt', content: Buffer.from('invoice 42'), contentType: 'text/plain' }],
+  }, { idempotencyKey: unique('draft') }));
+  assert.equal(draft.object, 'inbox_draft');
+  ok(await resend.inboxes.drafts.update({ ...byId, draftId: draft.id, cc: ['cy@corp.io'] }));
+  const written = ok(await resend.inboxes.drafts.get({ ...byAddress, draftId: draft.id }));
+  assert.deepEqual([written.type, written.cc, written.attachments[0].size], ['standalone', ['cy@corp.io'], 10]);
+  assert.ok(ok(await resend.inboxes.drafts.list(byId)).data.some((each) => each.id === draft.id));
+  const replyDraft = ok(await resend.inboxes.drafts.create({
+    ...byId, threadId: thread.id, replyToEmailId: first.id, text: 'Drafted reply.',
+  }));
+  ok(await resend.inboxes.drafts.remove({ ...byId, draftId: replyDraft.id }));
+  const delivered = ok(await resend.inboxes.drafts.send({ ...byId, draftId: draft.id, headers: { 'X-Ticket': '42' } }, { idempotencyKey: unique('send') }));
+  assert.equal(ok(await resend.inboxes.drafts.get({ ...byId, draftId: draft.id })).email_id, delivered.id);
+
   const urgent = ok(await resend.inboxes.labels.create({ ...byAddress, name: 'Urgent', color: '#E93D82' }));
   const billing = ok(await resend.inboxes.labels.create({ ...byId, name: 'Billing' }));
   ok(await resend.inboxes.labels.update({ ...byId, labelId: billing.id, color: '#00AA00' }));
