@@ -61,12 +61,25 @@ def events_of(activity: Activity) -> Iterator[Event]:
     elif name.startswith("email."):
         for address in data.get("to") or []:
             yield Event(team_id, name, email=str(address).lower(), payload=data)
+    elif name.startswith("inbox."):
+        # A conversation is about its correspondent: who wrote in, or whom the inbox wrote to.
+        if name == "inbox.email.sent":
+            for address in data.get("to") or []:
+                yield Event(team_id, name, email=_bare(str(address)), payload=data)
+        elif data.get("from"):
+            yield Event(team_id, name, email=_bare(str(data["from"])), payload=data)
     elif name.startswith("poll."):
         # A vote is about its contact, or about the address the mail went to.
         if data.get("contact_id"):
             yield Event(team_id, name, contact_id=str(data["contact_id"]), payload=data)
         elif data.get("email"):
             yield Event(team_id, name, email=str(data["email"]), payload=data)
+
+
+def _bare(address: str) -> str:
+    """``Name <a@b>`` or ``a@b`` → ``a@b``, lower-case."""
+    inside = address.rpartition("<")[2].partition(">")[0] if "<" in address else address
+    return inside.strip().lower()
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from mailbridge.errors import AutomationQuotaExceeded, ValidationError
 # The service's own events (every family of the webhook events, and templates').
 BUILT_IN_PREFIXES = (
     "email.", "contact.", "domain.", "automation.", "campaign.", "template.", "poll.",
+    "inbox.",
 )  # fmt: skip
 
 

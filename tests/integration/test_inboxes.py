@@ -15,7 +15,8 @@ from mailbridge.mail.providers import SmtpProvider, SmtpRelay
 from mailbridge.runner.activity import ActivityDispatcher
 from mailbridge.runner.delivery import DeliveryWorker
 from mailbridge.services.webhooks import default_consumers
-from mailbridge.storage.tables import ActivityEvent
+from mailbridge.storage.tables import ActivityEvent, Contact
+from tests.integration.automation_setup import engine, install, runs
 from tests.integration.test_inbound import Inbox, dns, inbox, letter  # noqa: F401
 from tests.smtp_listener import smtp_listener
 
@@ -325,3 +326,30 @@ async def test_drafts_are_written_kept_and_sent(inbox: Inbox) -> None:
     assert same["email_count"] == 2 and same["has_draft"] is False
     gone = await inbox.client.delete(f"{drafts}/{draft_id}")
     assert gone.json()["deleted"] is True
+
+
+async def test_mail_to_an_inbox_starts_an_automation_for_its_sender(inbox: Inbox) -> None:
+    """``inbox.email.received`` is a built-in trigger, about the correspondent: the
+    condition step routes on what the event carries (the subject here)."""
+    context, team_id = inbox.context, inbox.tenant.team_id
+    automation_id = await install(
+        context, team_id,
+        [{"key": "start", "type": "trigger", "config": {"event_name": "inbox.email.received"}},
+         {"key": "urgent", "type": "condition",
+          "config": {"type": "rule", "field": "event.subject", "operator": "starts_with",
+                     "value": "URGENT"}},
+         {"key": "mark", "type": "contact_update", "config": {"first_name": "Urgent"}},
+         {"key": "calm", "type": "contact_update", "config": {"first_name": "Calm"}}],
+        [{"from": "start", "to": "urgent"},
+         {"from": "urgent", "to": "mark", "type": "condition_met"},
+         {"from": "urgent", "to": "calm", "type": "condition_not_met"}],
+    )  # fmt: skip
+    await support_inbox(inbox)
+    await write(inbox, "URGENT: card charged twice")
+    await filed(inbox)  # the filer's inbox.email.received, handed to the triggers
+    await engine(context).run_due()
+    [run] = await runs(context, automation_id)
+    assert run.status == "completed"
+    async with context.database.session() as session:
+        contact = await session.get(Contact, run.contact_id or "")
+    assert contact is not None and (contact.email, contact.first_name) == ("ann@corp.io", "Urgent")
