@@ -17,7 +17,7 @@ from mailbridge.api import openapi
 from mailbridge.api.body_guard import BodyGuard
 from mailbridge.api.envelope import install_error_handlers
 from mailbridge.api.included_routes import include
-from mailbridge.api.literal_segments import LiteralPaths, literal_paths
+from mailbridge.api.literal_segments import LiteralPaths, literal_paths, literal_tails
 from mailbridge.api.metrics import HttpMetrics
 from mailbridge.api.metrics import router as metrics_router
 from mailbridge.api.middleware import ApiMiddleware
@@ -196,8 +196,10 @@ def create_app(
     openapi.install(app)
     if context.settings.bench_send_shortcut:
         app.add_middleware(SendPath, context=context, writer=email_writer)
-    api_routes = (r for router in ROUTERS for r in router.routes if isinstance(r, APIRoute))
-    app.add_middleware(LiteralPaths, paths=literal_paths(api_routes))
+    api_routes = [r for router in ROUTERS for r in router.routes if isinstance(r, APIRoute)]
+    app.add_middleware(
+        LiteralPaths, paths=literal_paths(api_routes), tails=literal_tails(api_routes)
+    )
     app.add_middleware(BodyGuard, max_body_bytes=context.settings.max_body_bytes)
     app.add_middleware(SendRateLimit, counters=rate_counters)
     app.add_middleware(ApiMiddleware, context=context, log_sink=log_sink)

@@ -2,7 +2,7 @@
 
 Contexts: ``accounts``, ``members``, ``domains``, ``audiences``, ``templates``,
 ``email``, ``suppressions``, ``delivery``, ``automations``, ``campaigns``, ``inbound``,
-``webhooks``, ``polls`` and ``operations``. Each exports from ``__init__.py`` what the
+``inboxes``, ``webhooks``, ``polls`` and ``operations``. Each exports from ``__init__.py`` what the
 others, the api, cli and runner use, under the names it is defined with; its other
 modules are named ``_x`` and private to it (import-linter's ``private_modules`` contract
 checks it).

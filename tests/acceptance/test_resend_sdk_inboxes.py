@@ -49,6 +49,10 @@ def test_sdk_works_an_inbox(sdk: Server) -> None:
         "both messages in one thread",
     )
     assert thread["subject"] == "Order 42" and thread["read"] is False
+    [hit] = resend.Inboxes.Threads.search(inbox_id, {"query": "where", "from": ["ann@corp.io"]})[
+        "data"
+    ]
+    assert hit["id"] == thread["id"] and hit["matched_email_id"]
     emails: list[Any] = resend.Inboxes.Threads.Emails.list(inbox_id, thread["id"])["data"]
     assert sorted(each["subject"] for each in emails) == ["Order 42", "Re: Order 42"]
     one: Any = resend.Inboxes.Threads.Emails.get(inbox_id, thread["id"], emails[0]["id"])

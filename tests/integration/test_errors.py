@@ -37,6 +37,9 @@ async def test_wrong_method_is_405_in_the_envelope(
         ("PATCH", "/domains/claim", "POST"),
         ("GET", "/contacts/batch", "POST"),
         ("GET", "/events/send", "POST"),
+        # a literal last segment beside a parameter: not DELETE .../threads/{thread_id}
+        ("DELETE", "/inboxes/help@shop.io/threads/search", "GET"),
+        ("PATCH", "/inboxes/0191d0c8-7c1a-7bbb-8000-000000000001/threads/search", "GET"),
     ],
 )
 async def test_a_literal_path_is_not_taken_for_an_id(

@@ -353,3 +353,40 @@ async def test_mail_to_an_inbox_starts_an_automation_for_its_sender(inbox: Inbox
     async with context.database.session() as session:
         contact = await session.get(Contact, run.contact_id or "")
     assert contact is not None and (contact.email, contact.first_name) == ("ann@corp.io", "Urgent")
+
+
+async def test_threads_are_found_by_their_words_and_addresses(inbox: Inbox) -> None:
+    await support_inbox(inbox)
+    await write(inbox, "Invoice 2041 is wrong")
+    await write(inbox, "Shipping to Zürich", "Cy <cy@other.io>")
+    await write(inbox, "Hello", "Di <di@else.io>")
+    found = {each["subject"]: each for each in await threads(inbox)}
+    search = f"/inboxes/{SUPPORT}/threads/search"
+
+    async def subjects(query: str) -> list[str]:
+        response = await inbox.client.get(f"{search}?{query}")
+        assert response.status_code == 200, response.text
+        return sorted(each["subject"] for each in response.json()["data"])
+
+    assert await subjects("query=invoice") == ["Invoice 2041 is wrong"]
+    assert await subjects("query=invo") == ["Invoice 2041 is wrong"]  # a prefix of a word
+    assert await subjects("query=zurich") == ["Shipping to Zürich"]  # diacritics folded
+    assert await subjects("query=plain+words") == sorted(found)  # every body says so
+    assert await subjects("query=invoice+zurich") == []  # every word must appear
+    assert await subjects("from=cy@other.io") == ["Shipping to Zürich"]
+    assert await subjects("query=words&from=di@else.io,cy@other.io") == [
+        "Hello", "Shipping to Zürich",
+    ]  # fmt: skip
+    assert await subjects('query="OR" NOT (*') == []  # FTS syntax is just words here
+    [hit] = (await inbox.client.get(f"{search}?query=2041")).json()["data"]
+    assert hit["matched_email_id"] is not None and hit["id"] == found["Invoice 2041 is wrong"]["id"]
+    await inbox.client.patch(f"/inboxes/{SUPPORT}/threads/{hit['id']}", json={"folder": "archive"})
+    assert await subjects("query=invoice&folders=inbox") == []
+    assert await subjects("query=invoice&folders=archive") == ["Invoice 2041 is wrong"]
+    assert await subjects("query=hello&has_attachment=true") == []
+    assert (await inbox.client.get(f"{search}?start_date=yesterday")).status_code == 422
+
+    # Gone from the trash for good: gone from the index too.
+    for _ in range(2):
+        await inbox.client.delete(f"/inboxes/{SUPPORT}/threads/{hit['id']}")
+    assert await subjects("query=invoice&folders=inbox,archive,trash") == []

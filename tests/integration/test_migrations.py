@@ -19,12 +19,14 @@ from sqlalchemy.engine import Connection
 
 from mailbridge.storage.database import Database
 from mailbridge.storage.migrate import alembic_config, upgrade_async
-from mailbridge.storage.tables import Base
+from mailbridge.storage.tables import Base, modelled
 from tests.integration.conftest import POSTGRES_URL
 
 
 def _differences(connection: Connection) -> list[Any]:
-    context = MigrationContext.configure(connection, opts={"compare_type": True})
+    context = MigrationContext.configure(
+        connection, opts={"compare_type": True, "include_name": modelled}
+    )
     return list(compare_metadata(context, Base.metadata))
 
 

@@ -37,8 +37,9 @@ def test_each_face_brings_its_consumer_in_a_fresh_process() -> None:
     assert done.stdout.splitlines() == ["['webhooks'] False", "['webhooks', 'automations']"]
 
 
-def test_the_runner_runs_both_consumers() -> None:
-    """The daemon's assembly loads the automations face, so its dispatcher runs both."""
+def test_the_runner_runs_every_consumer() -> None:
+    """The daemon's assembly loads the automations and inboxes faces, so its dispatcher
+    runs their consumers after the webhook fan-out."""
     script = (
         "import mailbridge.runner\n"
         "from mailbridge.services.webhooks import default_consumers\n"
@@ -47,7 +48,7 @@ def test_the_runner_runs_both_consumers() -> None:
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
     )
-    assert done.stdout.splitlines() == ["['webhooks', 'automations']"]
+    assert done.stdout.splitlines() == ["['webhooks', 'automations', 'inboxes']"]
 
 
 class Recording:
@@ -67,15 +68,15 @@ def test_registering_a_name_again_replaces_it_in_place() -> None:
     import mailbridge.services.automations  # noqa: F401  (registers "automations")
 
     saved = dict(dispatch._registered)
+    before = [consumer.name for consumer in default_consumers(CONTEXT)]
+    assert before[:2] == ["webhooks", "automations"]
     try:
         register_consumer("audit", lambda context: Recording("audit"))
         register_consumer("automations", lambda context: Recording("automations (replaced)"))
         names = [consumer.name for consumer in default_consumers(CONTEXT)]
-        assert names == ["webhooks", "automations (replaced)", "audit"]
+        replaced = ["automations (replaced)" if name == "automations" else name for name in before]
+        assert names == [*replaced, "audit"]
     finally:
         dispatch._registered.clear()
         dispatch._registered.update(saved)
-    assert [consumer.name for consumer in default_consumers(CONTEXT)] == [
-        "webhooks",
-        "automations",
-    ]
+    assert [consumer.name for consumer in default_consumers(CONTEXT)] == before

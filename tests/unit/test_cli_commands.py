@@ -15,7 +15,8 @@ from mailbridge.cli.client import _transfers as transfers
 from mailbridge.cli.client import client_app
 from mailbridge.cli.client._commands import read_body
 from mailbridge.cli.client._failures import CliFailure
-from mailbridge.cli.client._operations import GROUPS, Op, operations
+from mailbridge.cli.client._operations import GROUPS, operations
+from mailbridge.cli.client._operations_base import Op
 from mailbridge.cli.main import app as full_app
 
 

@@ -17,7 +17,7 @@ from mailbridge.errors import ValidationError
 from mailbridge.services import inboxes
 from mailbridge.services.accounts import Principal
 from mailbridge.services.kernel import ServiceContext
-from mailbridge.storage.tables import InboxLabel
+from mailbridge.storage.tables import InboxLabel, InboxThread
 
 router = APIRouter(tags=["inboxes"])
 
@@ -45,6 +45,50 @@ async def list_threads(
     drafted = await inboxes.threads_with_drafts(session, [thread.id for thread in found.items])
     views = [
         inboxes.thread_view(thread, named[thread.id], has_draft=thread.id in drafted)
+        for thread in found.items
+    ]
+    return {"object": "list", "has_more": found.has_more, "data": views}
+
+
+@router.get("/inboxes/{inbox_ref}/threads/search")
+async def search_threads(
+    inbox_ref: str, principal: Reader, session: SessionDep, page: PageDep,
+    folders: Annotated[str | None, Query()] = None,
+    labels: Annotated[str | None, Query()] = None,
+    read: Annotated[str | None, Query()] = None,
+    query: Annotated[str | None, Query(max_length=1000)] = None,
+    from_: Annotated[str | None, Query(alias="from", max_length=5000)] = None,
+    to: Annotated[str | None, Query(max_length=5000)] = None,
+    cc: Annotated[str | None, Query(max_length=5000)] = None,
+    bcc: Annotated[str | None, Query(max_length=5000)] = None,
+    has_attachment: Annotated[str | None, Query()] = None,
+    start_date: Annotated[str | None, Query()] = None,
+    end_date: Annotated[str | None, Query()] = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Threads whose messages hold every word of ``query`` (full text: FTS5 on SQLite,
+    tsvector on PostgreSQL) and the addresses given, with the list's filters; each with
+    ``matched_email_id``."""
+    inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)
+    addresses = {
+        field: (value or "").split(",")
+        for field, value in (("from", from_), ("to", to), ("cc", cc), ("bcc", bcc))
+    }
+    match = inboxes.search_match(session, inbox.id, query, addresses)
+    where = inboxes.thread_filters(has_attachment, start_date, end_date)
+    if match is not None:
+        where.append(InboxThread.id.in_(match.threads()))
+    found = await inboxes.list_threads(
+        session, inbox, page, folders=folders, labels=labels, read=read, where=where
+    )
+    ids = [thread.id for thread in found.items]
+    named = await inboxes.thread_labels(session, found.items)
+    drafted = await inboxes.threads_with_drafts(session, ids)
+    best = await match.best(session, ids) if match is not None else {}
+    views = [
+        {
+            **inboxes.thread_view(thread, named[thread.id], has_draft=thread.id in drafted),
+            "matched_email_id": best.get(thread.id),
+        }
         for thread in found.items
     ]
     return {"object": "list", "has_more": found.has_more, "data": views}

@@ -17,7 +17,8 @@ import typer
 from mailbridge.cli.client._config import resolve
 from mailbridge.cli.client._failures import cli_error
 from mailbridge.cli.client._http import Api
-from mailbridge.cli.client._operations import GROUPS, HEALTH, READY, Op
+from mailbridge.cli.client._operations import GROUPS, HEALTH, READY
+from mailbridge.cli.client._operations_base import Op
 from mailbridge.cli.client._output import Output
 
 P = inspect.Parameter

@@ -6,54 +6,12 @@ a route without a command fails them."""
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
+from mailbridge.cli.client._inbox_operations import INBOXES
+from mailbridge.cli.client._operations_base import PAGE, Field, Op, _g
 
-PAGE = ("limit", "after", "before")
 CONTACT_FILTERS = (
     "audience_id", "email", "email_contains", "unsubscribed", "created_after", "created_before",
 )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Field:
-    """A body field with a flag of its own: ``--to a@x --to b@x`` → ``"to": [...]``."""
-
-    key: str
-    many: bool = False
-    flag_help: str = ""
-
-
-@dataclass(frozen=True)
-class Op:
-    group: str
-    name: str
-    method: str
-    path: str
-    help: str
-    query: tuple[str, ...] = ()
-    body: bool = False
-    fields: dict[str, Field] = field(default_factory=dict)
-    fixed_body: dict[str, object] | None = None  # sent as is (enable, disable)
-    destructive: bool = False  # asks, or needs --yes off a terminal
-    idempotent: bool = False  # takes --idempotency-key
-    example: str = ""
-
-    @property
-    def lists(self) -> bool:
-        return self.method == "GET" and "after" in self.query
-
-    @property
-    def arguments(self) -> list[str]:
-        return re.findall(r"{(\w+)}", self.path)
-
-    @property
-    def command(self) -> str:
-        return f"{self.group} {self.name}".strip()
-
-
-def _g(name: str, method: str, path: str, help: str, **more: object) -> Op:
-    return Op("", name, method, path, help, **more)  # type: ignore[arg-type]
 
 
 EMAIL_FIELDS = {
@@ -381,6 +339,7 @@ GROUPS: dict[str, tuple[str, list[Op]]] = {
         _g('list', 'GET', '/logs', 'List requests.', query=PAGE),
         _g('get', 'GET', '/logs/{log_id}', 'One request.'),
     ]),
+    'inboxes': INBOXES,
 }
 # fmt: on
 

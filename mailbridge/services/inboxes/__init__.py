@@ -48,6 +48,7 @@ from mailbridge.services.inboxes._labels import (
     update_label,
 )
 from mailbridge.services.inboxes._replies import reply_payload, sender
+from mailbridge.services.inboxes._search import Match, search_match, thread_filters
 from mailbridge.services.inboxes._threading import subject_key
 from mailbridge.services.inboxes._threads import (
     FOLDERS,
@@ -71,6 +72,7 @@ register_consumer(InboxFiler.name, InboxFiler)
 __all__ = [
     "FOLDERS",
     "InboxFiler",
+    "Match",
     "agent_view",
     "attachment_payload",
     "create_draft",
@@ -104,9 +106,11 @@ __all__ = [
     "message_references",
     "open_drafts",
     "reply_payload",
+    "search_match",
     "send_payload",
     "sender",
     "subject_key",
+    "thread_filters",
     "thread_labels",
     "thread_summary",
     "thread_view",

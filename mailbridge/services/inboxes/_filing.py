@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock
 from mailbridge.mail.addresses import domain_of, parse_recipient
+from mailbridge.services.inboxes._search import index_message, plain_text
 from mailbridge.services.inboxes._threading import (
     message_ids,
     normalized_message_id,
@@ -145,6 +146,10 @@ async def file_sent(
         created_at=at,
     )  # fmt: skip
     session.add(message)
+    await index_message(
+        session, email.id, thread.id, inbox.id, email.subject, email.from_address,
+        [*email.to, *(email.cc or [])], plain_text(email.text, email.html),
+    )  # fmt: skip
     data: dict[str, Any] = {
         "source": "api", "inbox_id": inbox.id, "thread_id": thread.id, "email_id": email.id,
         "from": email.from_address, "to": list(email.to or []), "subject": email.subject,
@@ -193,6 +198,10 @@ async def file_received(
         created_at=row.created_at,
     )  # fmt: skip
     session.add(message)
+    await index_message(
+        session, row.id, thread.id, inbox.id, row.subject, row.from_address,
+        [*(row.to or []), *(row.cc or [])], plain_text(row.text, row.html),
+    )  # fmt: skip
     inbox.last_received = max(inbox.last_received or row.created_at, row.created_at)
     data: dict[str, Any] = {
         "source": "system", "inbox_id": inbox.id, "thread_id": thread.id, "email_id": row.id,

@@ -19,6 +19,7 @@ from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import Conflict, NotFound, ValidationError
 from mailbridge.mail.addresses import parse_recipient
 from mailbridge.services.domains import receiving_domain
+from mailbridge.services.inboxes._search import unindex_threads
 from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.queries import is_uuid
 from mailbridge.storage.tables import Inbox, InboxThread
@@ -115,6 +116,8 @@ async def update_inbox(
 
 async def delete_inbox(session: AsyncSession, inbox: Inbox) -> None:
     """The inbox, its threads and labels; the received mail stays under /emails/receiving."""
+    threads = await session.scalars(select(InboxThread.id).where(InboxThread.inbox_id == inbox.id))
+    await unindex_threads(session, list(threads))
     await session.delete(inbox)
     await session.commit()
 

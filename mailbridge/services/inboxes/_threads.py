@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import NotFound, ValidationError
 from mailbridge.services.inboxes._labels import labels_of
+from mailbridge.services.inboxes._search import unindex_threads
 from mailbridge.services.inboxes._threading import message_ids
 from mailbridge.storage.database import Database
 from mailbridge.storage.pagination import Page, PageRequest, paginate
@@ -61,11 +62,12 @@ def _read(value: str | None) -> bool | None:
 
 async def list_threads(
     session: AsyncSession, inbox: Inbox, page: PageRequest, *, folders: str | None = None,
-    labels: str | None = None, read: str | None = None,
+    labels: str | None = None, read: str | None = None, where: Sequence[Any] = (),
 ) -> Page[InboxThread]:  # fmt: skip
     """The inbox's threads, newest activity first; ``folders`` (comma list; default all
-    but the trash), ``labels`` (label ids, comma list: threads with any of them), ``read``."""
-    query = select(InboxThread).where(InboxThread.inbox_id == inbox.id)
+    but the trash), ``labels`` (label ids, comma list: threads with any of them), ``read``;
+    ``where``: more conditions (a search's)."""
+    query = select(InboxThread).where(InboxThread.inbox_id == inbox.id, *where)
     chosen = _folders(folders)
     if chosen is None:
         query = query.where(InboxThread.folder != "trash")
@@ -127,6 +129,7 @@ async def delete_thread(session: AsyncSession, clock: Clock, thread: InboxThread
     if thread.folder != "trash":
         await update_thread(session, clock, thread, {"folder": "trash"})
         return False
+    await unindex_threads(session, [thread.id])
     await session.execute(delete(InboxThread).where(InboxThread.id == thread.id))
     await session.commit()
     return True
@@ -135,13 +138,18 @@ async def delete_thread(session: AsyncSession, clock: Clock, thread: InboxThread
 async def empty_trash(database: Database, clock: Clock, retention: timedelta) -> int:
     """Remove the threads in the trash longer than ``retention`` (a runner tick)."""
     async with database.session() as session:
-        result = await session.execute(
-            delete(InboxThread).where(
-                InboxThread.folder == "trash", InboxThread.trashed_at < clock.now() - retention
+        expired = list(
+            await session.scalars(
+                select(InboxThread.id).where(
+                    InboxThread.folder == "trash",
+                    InboxThread.trashed_at < clock.now() - retention,
+                )
             )
         )
+        await unindex_threads(session, expired)
+        await session.execute(delete(InboxThread).where(InboxThread.id.in_(expired)))
         await session.commit()
-    return int(getattr(result, "rowcount", 0) or 0)
+    return len(expired)
 
 
 async def thread_labels(

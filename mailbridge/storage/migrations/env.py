@@ -9,7 +9,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from mailbridge.storage.database import create_engine
-from mailbridge.storage.tables import Base
+from mailbridge.storage.tables import Base, modelled
 
 config = context.config
 target_metadata = Base.metadata
@@ -25,6 +25,7 @@ def _run(connection: Connection) -> None:
         target_metadata=target_metadata,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_name=modelled,
     )
     with context.begin_transaction():
         if connection.dialect.name == "postgresql":

@@ -45,6 +45,7 @@ from mailbridge.storage.tables.emails import (
 )
 from mailbridge.storage.tables.inbound import ReceivedAttachment, ReceivedEmail
 from mailbridge.storage.tables.inboxes import (
+    SEARCH_TABLE,
     Inbox,
     InboxDraft,
     InboxDraftAttachment,
@@ -52,12 +53,14 @@ from mailbridge.storage.tables.inboxes import (
     InboxMessage,
     InboxThread,
     InboxThreadLabel,
+    modelled,
 )
 from mailbridge.storage.tables.polls import Poll, PollVote
 from mailbridge.storage.tables.templates import Template, TemplateVersion
 from mailbridge.storage.tables.webhooks import Webhook, WebhookDelivery
 
 __all__ = [
+    "SEARCH_TABLE",
     "ActivityEvent",
     "ApiKey",
     "Audience",
@@ -110,4 +113,5 @@ __all__ = [
     "Topic",
     "Webhook",
     "WebhookDelivery",
+    "modelled",
 ]

@@ -33,6 +33,10 @@ test('an inbox, its threads, messages and labels', async () => {
   assert.equal(first.direction, 'inbound');
   assert.equal(first.attachments[0].filename, 'quote.txt');
 
+  const [hit] = ok(await resend.inboxes.threads.search({ ...byId, query: subject.split('-')[1], folders: ['inbox'] })).data;
+  assert.equal(hit.id, thread.id);
+  assert.ok(hit.matched_email_id);
+
   const reply = ok(await resend.inboxes.threads.emails.reply({
     ...byId, threadId: thread.id, emailId: first.id, text: 'On its way.', replyAll: true,
   }));
