@@ -79,6 +79,12 @@ async def test_an_inbox_is_an_address_on_a_receiving_domain(inbox: Inbox) -> Non
 
 async def test_received_mail_is_threaded_by_references_then_by_subject(inbox: Inbox) -> None:
     await support_inbox(inbox)
+    hook = await inbox.client.post(
+        "/webhooks",
+        json={"endpoint": "https://hooks.shop.io/in",
+              "events": ["inbox.thread.created", "inbox.email.received", "inbox.email.sent"]},
+    )  # fmt: skip
+    assert hook.status_code == 201, hook.text
     await write(inbox, "Where is my order?", Message_ID="<first@corp.io>")
     [thread] = await threads(inbox)
     assert thread["subject"] == "Where is my order?" and thread["email_count"] == 1
