@@ -71,6 +71,11 @@ def test_sdk_works_an_inbox(sdk: Server) -> None:
         "the reply in the thread once it went out",
     )
     assert sent["direction"] == "outbound" and sent["subject"].startswith("Re: ")
+    forwarded = resend.Inboxes.Threads.Emails.forward(
+        {"inbox_id": ADDRESS, "thread_id": thread["id"], "email_id": one["id"],
+         "to": "team@corp.io", "text": "FYI"}
+    )  # fmt: skip
+    assert resend.Emails.get(forwarded["id"])["subject"].startswith("Fwd: ")
 
     draft = resend.Inboxes.Drafts.create(
         {"inbox_id": inbox_id, "to": ["bo@corp.io"], "subject": "Invoice", "text": "Here."}

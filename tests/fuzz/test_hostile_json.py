@@ -157,6 +157,7 @@ TEMPLATES: dict[str, dict[str, Any]] = {
     "/inboxes//threads": {"read": True, "folder": "archive"},
     "/inboxes//threads//labels": {"labels": []},
     "/inboxes//threads//emails//reply": {"text": "t", "reply_all": True},
+    "/inboxes//threads//emails//forward": {"to": ["x@corp.io"], "text": "t"},
     "/inboxes//drafts": {"to": ["x@corp.io"], "subject": "s", "text": "t", "attachments": []},
     "/inboxes//agent": {"instructions": "i", "tone": "concise_casual", "actions": []},
 }

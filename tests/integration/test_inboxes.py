@@ -7,6 +7,8 @@ marks and labels — the routes the official SDKs' ``inboxes`` methods call."""
 from __future__ import annotations
 
 import base64
+import email
+import email.policy
 from typing import Any
 
 from sqlalchemy import select
@@ -396,3 +398,38 @@ async def test_threads_are_found_by_their_words_and_addresses(inbox: Inbox) -> N
     for _ in range(2):
         await inbox.client.delete(f"/inboxes/{SUPPORT}/threads/{hit['id']}")
     assert await subjects("query=invoice&folders=inbox,archive,trash") == []
+
+
+async def test_a_message_is_forwarded_with_its_files(inbox: Inbox) -> None:
+    await support_inbox(inbox)
+    message = letter(to=SUPPORT)
+    message.replace_header("Subject", "Quote please")
+    message.add_attachment(b"%PDF-1.4 spec", maintype="application", subtype="pdf",
+                           filename="spec.pdf")  # fmt: skip
+    await inbox.deliver(message, SUPPORT)
+    await filed(inbox)
+    [thread] = await threads(inbox)
+    base = f"/inboxes/{SUPPORT}/threads/{thread['id']}/emails"
+    [original] = (await inbox.client.get(base)).json()["data"]
+
+    refused = await inbox.client.post(f"{base}/{original['id']}/forward", json={"text": "FYI"})
+    assert refused.status_code == 422
+    forwarded = await inbox.client.post(
+        f"{base}/{original['id']}/forward",
+        json={"to": ["sales@corp.io"], "text": "FYI, can you quote?"},
+    )
+    assert forwarded.status_code == 200, forwarded.text
+    with smtp_listener() as listener:
+        provider = SmtpProvider(SmtpRelay.from_url(listener.url), pool_size=1)
+        async with DeliveryWorker(inbox.context, provider=provider) as worker:
+            assert await worker.deliver_due() == 1
+        [sent] = listener.messages()
+    assert sent.rcpt_tos == ["sales@corp.io"]
+    assert sent.header("Subject") == "Fwd: Quote please"
+    parsed = email.message_from_bytes(sent.content, policy=email.policy.default)
+    text_part = next(part for part in parsed.walk() if part.get_content_type() == "text/plain")
+    body = text_part.get_content()
+    assert body.startswith("FYI, can you quote?")
+    assert "---------- Forwarded message ---------" in body and "Plain words" in body
+    [pdf] = [part for part in parsed.walk() if part.get_filename() == "spec.pdf"]
+    assert pdf.get_content() == b"%PDF-1.4 spec"

@@ -186,6 +186,29 @@ async def reply(
     return answer_response(answer)
 
 
+@router.post("/inboxes/{inbox_ref}/threads/{thread_id}/emails/{email_id}/forward")
+async def forward(
+    inbox_ref: str, thread_id: str, email_id: str, payload: Annotated[Any, Body()],
+    request: Request, principal: Sender,
+) -> Response:  # fmt: skip
+    """Forward a message from the inbox's address: the original quoted inline and its
+    files attached again, through ``POST /emails``' path."""
+    if not isinstance(payload, dict):
+        raise ValidationError("The body is a JSON object.")
+    context: ServiceContext = request.app.state.context
+    async with context.database.session() as session:
+        inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)
+        thread = await inboxes.get_thread(session, inbox, thread_id)
+        original = await inboxes.get_message(session, thread, email_id)
+        files = await inboxes.original_files(session, context.settings.data_dir, original)
+    body = inboxes.forward_payload(inbox, original, payload, files)
+    answer = await answer_send(
+        context, request.app.state.email_writer, principal, body, batch=False,
+        idempotency_key=request.headers.get("idempotency-key"),
+    )  # fmt: skip
+    return answer_response(answer)
+
+
 @router.post("/inboxes/{inbox_ref}/threads/{thread_id}/labels")
 async def add_thread_labels(
     inbox_ref: str, thread_id: str, body: ThreadLabels, principal: Writer,

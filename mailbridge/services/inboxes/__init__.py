@@ -28,6 +28,7 @@ from mailbridge.services.inboxes._drafts import (
     update_draft,
 )
 from mailbridge.services.inboxes._filing import InboxFiler, file_received, file_sent
+from mailbridge.services.inboxes._forwards import forward_payload, original_files
 from mailbridge.services.inboxes._inboxes import (
     create_inbox,
     delete_inbox,
@@ -89,6 +90,7 @@ __all__ = [
     "file_received",
     "file_sent",
     "find_inbox",
+    "forward_payload",
     "get_draft",
     "get_label",
     "get_message",
@@ -105,6 +107,7 @@ __all__ = [
     "mark_sent",
     "message_references",
     "open_drafts",
+    "original_files",
     "reply_payload",
     "search_match",
     "send_payload",

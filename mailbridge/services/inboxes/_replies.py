@@ -32,7 +32,7 @@ def reply_subject(subject: str | None) -> str:
     return text if text.lower().startswith("re:") else f"Re: {text}".strip()
 
 
-def _custom_headers(value: Any) -> dict[str, Any]:
+def custom_headers(value: Any) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -41,7 +41,7 @@ def _custom_headers(value: Any) -> dict[str, Any]:
     if taken:
         raise ValidationError(
             f"`headers` cannot set {', '.join(taken)}: mailbridge sets In-Reply-To, "
-            "References and Reply-To on a reply."
+            "References and Reply-To on a reply or a forward."
         )
     return dict(value)
 
@@ -76,7 +76,7 @@ def reply_payload(
         raise ValidationError("The message has no one to reply to.")
     message_id = original.get("message_id")
     chain = [*references, message_id] if message_id else list(references)
-    headers = _custom_headers(body.get("headers"))
+    headers = custom_headers(body.get("headers"))
     if message_id:
         headers["In-Reply-To"] = message_id
         headers["References"] = " ".join(chain[-MAX_REFERENCES:])

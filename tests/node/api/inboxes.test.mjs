@@ -46,6 +46,10 @@ test('an inbox, its threads, messages and labels', async () => {
   }, 'the reply in the thread once it went out');
   assert.equal(sent.direction, 'outbound');
   assert.match(sent.subject, /^Re: /);
+  const forwarded = ok(await resend.inboxes.threads.emails.forward({
+    ...byAddress, threadId: thread.id, emailId: first.id, to: 'team@corp.io', text: 'FYI',
+  }));
+  assert.match(ok(await resend.emails.get(forwarded.id)).subject, /^Fwd: /);
   refused(await resend.inboxes.threads.emails.reply({
     ...byId, threadId: thread.id, emailId: first.id, text: 'x', headers: { 'In-Reply-To': '<x@y>' },
   }), 422);
