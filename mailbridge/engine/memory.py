@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -213,6 +213,19 @@ class MemoryMailer:
         return self.sent[email.key].id
 
 
+class MemoryInboxes:
+    """The inbox actions steps took, in order (threads are always there)."""
+
+    def __init__(self) -> None:
+        self.actions: list[tuple[str, str, str, dict[str, Any]]] = []
+
+    async def act(
+        self, team_id: str, thread_id: str, action: str, options: Mapping[str, Any]
+    ) -> str | None:
+        self.actions.append((team_id, thread_id, action, dict(options)))
+        return None
+
+
 class MemoryBackend:
     """All ports in memory; also the transaction (``commit`` does nothing)."""
 
@@ -221,6 +234,7 @@ class MemoryBackend:
         self.runs = MemoryRuns(run_quota)
         self.contacts = MemoryContacts()
         self.mailer = MemoryMailer()
+        self.inboxes = MemoryInboxes()
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[MemoryBackend]:

@@ -175,6 +175,16 @@ class Mailer(Protocol):
         ...
 
 
+class Inboxes(Protocol):
+    async def act(
+        self, team_id: str, thread_id: str, action: str, options: Mapping[str, Any]
+    ) -> str | None:
+        """Apply an inbox step's ``action`` (``add_labels``, ``archive``, ``mark_as_spam``,
+        ``move_to_trash``, ``draft_reply``) to the team's thread, in the transaction; None
+        when done, else why it could not be (the thread is gone, ...)."""
+        ...
+
+
 class Transaction(Protocol):
     @property
     def automations(self) -> Automations: ...
@@ -184,6 +194,8 @@ class Transaction(Protocol):
     def contacts(self) -> Contacts: ...
     @property
     def mailer(self) -> Mailer: ...
+    @property
+    def inboxes(self) -> Inboxes: ...
 
     async def commit(self) -> None: ...
 

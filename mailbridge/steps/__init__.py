@@ -11,12 +11,13 @@ from mailbridge.steps.condition import Condition
 from mailbridge.steps.contact_delete import ContactDelete
 from mailbridge.steps.contact_update import ContactUpdate
 from mailbridge.steps.delay import Delay
+from mailbridge.steps.inbox_actions import INBOX_ACTIONS
 from mailbridge.steps.send_email import SendEmail
 from mailbridge.steps.wait_for_event import WaitForEvent
 
 ALL: tuple[StepKind, ...] = (
     SendEmail(), Delay(), WaitForEvent(), Condition(), ContactUpdate(), ContactDelete(),
-    AddToSegment(),
+    AddToSegment(), *INBOX_ACTIONS,
 )  # fmt: skip
 BY_PUBLIC_NAME: dict[str, StepKind] = {kind.name: kind for kind in ALL}
 BY_STORED_NAME: dict[str, StepKind] = {kind.stored_name: kind for kind in ALL}

@@ -18,7 +18,7 @@ from mailbridge.runner.activity import ActivityDispatcher
 from mailbridge.runner.delivery import DeliveryWorker
 from mailbridge.services.webhooks import default_consumers
 from mailbridge.storage.tables import ActivityEvent, Contact
-from tests.integration.automation_setup import engine, install, runs
+from tests.integration.automation_setup import engine, install, published_template, runs
 from tests.integration.test_inbound import Inbox, dns, inbox, letter  # noqa: F401
 from tests.smtp_listener import smtp_listener
 
@@ -433,3 +433,55 @@ async def test_a_message_is_forwarded_with_its_files(inbox: Inbox) -> None:
     assert "---------- Forwarded message ---------" in body and "Plain words" in body
     [pdf] = [part for part in parsed.walk() if part.get_filename() == "spec.pdf"]
     assert pdf.get_content() == b"%PDF-1.4 spec"
+
+
+async def test_the_conversation_an_automation_prepares_and_a_member_sends(
+    inbox: Inbox,
+) -> None:
+    """A customer writes to support@; an automation labels the thread and drafts a reply
+    from a template; a member sends the draft; the customer answers; the answer is in
+    the same thread, unread — over real SMTP into a listener."""
+    context, team_id = inbox.context, inbox.tenant.team_id
+    template_id = await published_template(inbox.client, {})
+    automation_id = await install(
+        context, team_id,
+        [{"key": "start", "type": "trigger", "config": {"event_name": "inbox.email.received"}},
+         {"key": "tag", "type": "add_labels", "config": {"labels": ["Orders", "Orders"]}},
+         {"key": "answer", "type": "draft_reply",
+          "config": {"template": {"id": template_id}, "variables": {"PLAN": "gold"}}}],
+        [{"from": "start", "to": "tag"}, {"from": "tag", "to": "answer"}],
+        template_id=template_id,
+    )  # fmt: skip
+    await support_inbox(inbox)
+    await write(inbox, "Where is order 77?", Message_ID="<o77@corp.io>")
+    await engine(context).run_due()
+    [run] = await runs(context, automation_id)
+    assert run.status == "completed", run
+
+    [thread] = await threads(inbox)
+    assert [label["name"] for label in thread["labels"]] == ["Orders"]
+    assert thread["has_draft"] is True
+    [draft] = (await inbox.client.get(f"/inboxes/{SUPPORT}/drafts")).json()["data"]
+    assert draft["type"] == "reply" and draft["thread_id"] == thread["id"]
+    full = (await inbox.client.get(f"/inboxes/{SUPPORT}/drafts/{draft['id']}")).json()
+    assert full["text"] == "Plan gold" and full["subject"] == "Welcome"
+    assert "ann@corp.io" in full["html"]
+
+    sent = await inbox.client.post(f"/inboxes/{SUPPORT}/drafts/{draft['id']}/send")
+    assert sent.status_code == 200, sent.text
+    with smtp_listener() as listener:
+        provider = SmtpProvider(SmtpRelay.from_url(listener.url), pool_size=1)
+        async with DeliveryWorker(context, provider=provider) as worker:
+            assert await worker.deliver_due() == 1
+        [reply] = listener.messages()
+    assert reply.rcpt_tos == ["ann@corp.io"] and reply.header("In-Reply-To") == "<o77@corp.io>"
+    await filed(inbox)
+    await inbox.client.patch(f"/inboxes/{SUPPORT}/threads/{thread['id']}", json={"read": True})
+
+    await write(inbox, "Re: Welcome", In_Reply_To=reply.message_id)
+    [same] = await threads(inbox)
+    assert same["id"] == thread["id"] and same["email_count"] == 3
+    assert same["read"] is False and same["has_draft"] is False
+    # The customer's second message starts the automation again: a second draft waits.
+    await engine(context).run_due()
+    assert len(await runs(context, automation_id)) == 2

@@ -34,7 +34,10 @@ def test_each_face_brings_its_consumer_in_a_fresh_process() -> None:
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
     )
-    assert done.stdout.splitlines() == ["['webhooks'] False", "['webhooks', 'automations']"]
+    # The automations face loads the inboxes face too (its inbox steps act through it).
+    assert done.stdout.splitlines() == [
+        "['webhooks'] False", "['webhooks', 'inboxes', 'automations']",
+    ]  # fmt: skip
 
 
 def test_the_runner_runs_every_consumer() -> None:
@@ -48,7 +51,7 @@ def test_the_runner_runs_every_consumer() -> None:
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
     )
-    assert done.stdout.splitlines() == ["['webhooks', 'automations', 'inboxes']"]
+    assert done.stdout.splitlines() == ["['webhooks', 'inboxes', 'automations']"]
 
 
 class Recording:
@@ -69,7 +72,7 @@ def test_registering_a_name_again_replaces_it_in_place() -> None:
 
     saved = dict(dispatch._registered)
     before = [consumer.name for consumer in default_consumers(CONTEXT)]
-    assert before[:2] == ["webhooks", "automations"]
+    assert before[0] == "webhooks" and "automations" in before
     try:
         register_consumer("audit", lambda context: Recording("audit"))
         register_consumer("automations", lambda context: Recording("automations (replaced)"))

@@ -42,7 +42,8 @@ def test_mailbridges_vocabulary_gives_the_spec_types() -> None:
     )  # fmt: skip
     assert VOCABULARY.step_types == (
         "send_email", "delay", "wait_for_event", "condition", "contact_update",
-        "contact_delete", "add_to_segment",
+        "contact_delete", "add_to_segment", "add_labels", "archive", "mark_as_spam",
+        "move_to_trash", "draft_reply",
     )  # fmt: skip
 
 

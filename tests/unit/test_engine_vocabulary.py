@@ -26,6 +26,11 @@ STORED_NAMES = {
     "contact_update": "contact_update",
     "contact_delete": "contact_delete",
     "add_to_segment": "add_to_segment",
+    "add_labels": "add_labels",
+    "archive": "archive",
+    "mark_as_spam": "mark_as_spam",
+    "move_to_trash": "move_to_trash",
+    "draft_reply": "draft_reply",
 }
 
 
@@ -133,6 +138,10 @@ STORED_CONFIGS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     ).filter(bool),
     "contact_delete": st.just({}),
     "add_to_segment": st.builds(lambda s: {"segment_id": s}, names),
+    "add_labels": st.builds(lambda ls: {"labels": ls}, st.lists(names, min_size=1, max_size=3)),
+    "archive": st.just({}),
+    "mark_as_spam": st.just({}),
+    "move_to_trash": st.just({}),
 }
 
 
@@ -170,6 +179,22 @@ def test_other_stored_steps_round_trip(stored_name: str, data: st.DataObject) ->
     assert BY_PUBLIC_NAME[public.type].check(public.config, references) == []
     assert VOCABULARY.step_to_stored(public, refs_with()) == step
     assert VOCABULARY.public_config(config, stored_name) == public.config
+
+
+def test_a_draft_reply_snapshots_its_template_and_round_trips() -> None:
+    public = {"template": {"id": "tpl-1"}, "variables": {"PLAN": "gold"}}
+    kind = BY_PUBLIC_NAME["draft_reply"]
+    assert kind.check(public, GRAPH_REFS) == []
+    stored = kind.to_stored(public, GRAPH_REFS)
+    assert stored == {
+        "template_id": "tpl-1", "subject": "Welcome", "html": "<p>Hi</p>", "text": "Hi",
+        "variables": {"PLAN": "gold"},
+    }  # fmt: skip
+    assert kind.to_public(stored) == public
+    unknown = {"template": {"id": "nope"}}
+    assert kind.check(unknown, GRAPH_REFS) == [
+        "config.template.id: template 'nope' is not published"
+    ]
 
 
 # -- public -> stored -> public ----------------------------------------------------------
@@ -248,6 +273,11 @@ EDGE_OUT = {
     "condition": ["condition_met", "condition_not_met"],
     "contact_update": ["default"],
     "add_to_segment": ["default"],
+    "add_labels": ["default"],
+    "archive": ["default"],
+    "mark_as_spam": ["default"],
+    "move_to_trash": ["default"],
+    "draft_reply": ["default"],
 }
 TEMPLATE = TemplateContent("tpl-1", "hello@acme.io", "Welcome", "<p>Hi</p>", "Hi", "help@acme.io")
 GRAPH_REFS = MemoryReferences(domain="acme.io", templates={"tpl-1": TEMPLATE}, segments={"seg-1"})
@@ -264,6 +294,14 @@ PUBLIC_CONFIGS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     "contact_update": STORED_CONFIGS["contact_update"],
     "add_to_segment": st.just({"segment_id": "seg-1"}),
     "contact_delete": st.just({}),
+    "add_labels": STORED_CONFIGS["add_labels"],
+    "archive": st.just({}),
+    "mark_as_spam": st.just({}),
+    "move_to_trash": st.just({}),
+    "draft_reply": st.builds(
+        lambda rest: {"template": {"id": "tpl-1"}, **rest},
+        optional_keys(variables=st.dictionaries(identifiers, json_values, max_size=2)),
+    ),
 }
 
 

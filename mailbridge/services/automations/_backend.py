@@ -14,7 +14,7 @@ rate over *batches*, not steps.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -26,6 +26,7 @@ from mailbridge.engine.engine import Engine
 from mailbridge.engine.graph import Graph
 from mailbridge.engine.ports import AutomationRef, RunQuotaExceeded
 from mailbridge.engine.runs import Phase, Run, RunStatus, StepRecord
+from mailbridge.services import inboxes
 from mailbridge.services.accounts import lock_teams, plan_named
 from mailbridge.services.automations._contacts import SQLContacts
 from mailbridge.services.automations._mailer import SQLMailer
@@ -319,6 +320,21 @@ class SQLRuns:
         self._new, self._changed, self._records, self._activity = {}, {}, {}, []
 
 
+class SQLInboxes:
+    """The engine's ``Inboxes`` port: inbox steps act in the run's transaction."""
+
+    def __init__(self, session: AsyncSession, context: ServiceContext) -> None:
+        self.session = session
+        self.context = context
+
+    async def act(
+        self, team_id: str, thread_id: str, action: str, options: Mapping[str, Any]
+    ) -> str | None:
+        return await inboxes.act_on_thread(
+            self.session, self.context.clock, team_id, thread_id, action, options
+        )
+
+
 class SQLTransaction:
     """With ``domain``, events start and resume only the automations of that domain (an
     automation's send steps all send from its domain: the graph check makes sure), and a
@@ -333,6 +349,7 @@ class SQLTransaction:
         self.contacts = SQLContacts(session, context, domain)
         self.runs = SQLRuns(session, context.clock.now, self.contacts.expect, domain)
         self.mailer = SQLMailer(session, context)
+        self.inboxes = SQLInboxes(session, context)
 
     async def flush(self) -> bool:
         """Send the buffered writes (inside the transaction); whether emails were stored."""

@@ -11,6 +11,7 @@ stays in ``received_emails`` and ``emails``.
 
 from __future__ import annotations
 
+from mailbridge.services.inboxes._actions import act_on_thread
 from mailbridge.services.inboxes._agent import agent_view, update_agent
 from mailbridge.services.inboxes._drafts import (
     attachment_payload,
@@ -74,6 +75,7 @@ __all__ = [
     "FOLDERS",
     "InboxFiler",
     "Match",
+    "act_on_thread",
     "agent_view",
     "attachment_payload",
     "create_draft",

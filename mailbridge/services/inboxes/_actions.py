@@ -1,0 +1,95 @@
+"""What an automation's inbox step does to a thread, inside the engine's transaction
+(nothing here commits: the run's step record and its effect commit together).
+
+``archive``, ``mark_as_spam``, ``move_to_trash`` move the thread; ``add_labels`` puts
+labels on it by name, making a label the inbox lacks (in the default colour);
+``draft_reply`` writes a draft replying to the thread's latest received message — never
+sent by itself: a member reads and sends it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from mailbridge.clock import Clock
+from mailbridge.services.inboxes._labels import DEFAULT_COLOR
+from mailbridge.storage.tables import (
+    InboxDraft,
+    InboxLabel,
+    InboxMessage,
+    InboxThread,
+    InboxThreadLabel,
+)
+
+FOLDER_OF = {"archive": "archive", "mark_as_spam": "spam", "move_to_trash": "trash"}
+
+
+async def act_on_thread(
+    session: AsyncSession, clock: Clock, team_id: str, thread_id: str, action: str,
+    options: Mapping[str, Any],
+) -> str | None:  # fmt: skip
+    """Do ``action`` to the team's thread; None when done, else why not."""
+    thread = await session.scalar(
+        select(InboxThread).where(InboxThread.id == thread_id, InboxThread.team_id == team_id)
+    )
+    if thread is None:
+        return "the thread no longer exists"
+    now = clock.now()
+    if action in FOLDER_OF:
+        thread.folder = FOLDER_OF[action]
+        thread.trashed_at = now if thread.folder == "trash" else None
+    elif action == "add_labels":
+        await _add_labels(session, thread, [str(name) for name in options.get("labels") or []])
+    elif action == "draft_reply":
+        latest = await session.scalar(
+            select(InboxMessage)
+            .where(InboxMessage.thread_id == thread.id, InboxMessage.direction == "inbound")
+            .order_by(InboxMessage.created_at.desc(), InboxMessage.id.desc())
+            .limit(1)
+        )
+        if latest is None:
+            return "the thread has no received message to reply to"
+        session.add(
+            InboxDraft(
+                team_id=team_id, inbox_id=thread.inbox_id, thread_id=thread.id,
+                reply_to_email_id=latest.id, cc=[], bcc=[], subject=options.get("subject"),
+                text=options.get("text"), html=options.get("html"), created_at=now,
+                updated_at=now,
+            )
+        )  # fmt: skip
+    else:
+        return f"unknown inbox action {action!r}"
+    thread.updated_at = now
+    await session.flush()
+    return None
+
+
+async def _add_labels(session: AsyncSession, thread: InboxThread, names: list[str]) -> None:
+    now = thread.updated_at
+    found = {
+        label.name: label
+        for label in await session.scalars(
+            select(InboxLabel).where(InboxLabel.inbox_id == thread.inbox_id)
+        )
+    }
+    have = set(
+        await session.scalars(
+            select(InboxThreadLabel.label_id).where(InboxThreadLabel.thread_id == thread.id)
+        )
+    )
+    for name in dict.fromkeys(each.strip()[:100] for each in names if each.strip()):
+        label = found.get(name)
+        if label is None:
+            label = found[name] = InboxLabel(
+                team_id=thread.team_id, inbox_id=thread.inbox_id, name=name,
+                color=DEFAULT_COLOR, created_at=now, updated_at=now,
+            )  # fmt: skip
+            session.add(label)
+            await session.flush()
+        if label.id not in have:
+            session.add(InboxThreadLabel(thread_id=thread.id, label_id=label.id, created_at=now))
+            have.add(label.id)
