@@ -22,6 +22,7 @@ from mailbridge.dashboard import (
     _access_pages,
     _account_pages,
     _content_pages,
+    _inbox_pages,
     _mail_pages,
     _poll_pages,
     _signing_in,
@@ -35,7 +36,10 @@ from mailbridge.storage.outages import is_unavailable
 logger = logging.getLogger(__name__)
 
 PREFIX = "/dashboard"
-PAGES = (_signing_in, _mail_pages, _content_pages, _poll_pages, _account_pages, _access_pages)
+PAGES = (
+    _signing_in, _mail_pages, _inbox_pages, _content_pages, _poll_pages, _account_pages,
+    _access_pages,
+)  # fmt: skip
 # With every response under PREFIX, unless it set its own (mailbridge.api.security_headers).
 HEADERS = {
     "content-security-policy": content_security_policy(),

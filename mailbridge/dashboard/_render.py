@@ -41,6 +41,7 @@ NAV = (
     ("/dashboard/polls", "Polls"),
     ("/dashboard/webhooks", "Webhooks"),
     ("/dashboard/received", "Received"),
+    ("/dashboard/inboxes", "Inboxes"),
     ("/dashboard/logs", "Logs"),
     ("/dashboard/api-keys", "API keys"),
     ("/dashboard/members", "Members"),

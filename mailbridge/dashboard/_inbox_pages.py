@@ -1,0 +1,135 @@
+"""The inbox pages: the team's inboxes, an inbox's threads by folder (unread marked,
+labels shown), and a thread — its messages (HTML in a sandboxed frame, remote images
+blocked), its drafts with a send button, a reply form and the folder moves. Everything
+goes through the API as the signed-in member, as every dashboard page does."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Form, Request
+from starlette.responses import Response
+
+from mailbridge.dashboard._common import act, api_as, badge, failed, link, member, next_href
+from mailbridge.dashboard._render import page
+
+router = APIRouter()
+
+FOLDERS = ["inbox", "archive", "spam", "sent", "trash"]
+
+
+def _inbox_href(inbox_ref: str) -> str:
+    return f"/dashboard/inboxes/{quote(inbox_ref, safe='@')}"
+
+
+@router.get("/inboxes")
+async def inboxes(request: Request, after: str | None = None) -> Response:
+    me = await member(request)
+    async with api_as(request, me) as api:
+        answer = await api.get("/inboxes", after=after)
+    rows = [
+        [link(item.get("name") or item["email_address"], _inbox_href(item["id"])),
+         item["email_address"], item.get("unread"), item.get("last_received")]
+        for item in answer.items()
+    ]  # fmt: skip
+    return page(
+        request, "listing.html", me, title="Inboxes", active="/dashboard/inboxes",
+        columns=["Inbox", "Address", "Unread", "Last received"], rows=rows,
+        empty=answer.message or "No inbox yet: POST /inboxes with an address of a "
+        "receiving domain.", next_href=next_href(request, answer),
+    )  # fmt: skip
+
+
+@router.get("/inboxes/{inbox_ref}")
+async def threads(
+    request: Request, inbox_ref: str, folder: str = "inbox", after: str | None = None
+) -> Response:
+    me = await member(request)
+    folder = folder if folder in FOLDERS else "inbox"
+    async with api_as(request, me) as api:
+        inbox = await api.get(f"/inboxes/{inbox_ref}")
+        if not inbox.ok:
+            return failed(request, me, inbox, "/dashboard/inboxes")
+        answer = await api.get(f"/inboxes/{inbox_ref}/threads", folders=folder, after=after)
+    base = _inbox_href(inbox_ref)
+    rows = [
+        [badge("read" if item["read"] else "unread"),
+         link(item.get("subject") or "(no subject)", f"{base}/threads/{item['id']}"),
+         item.get("from"), ", ".join(label["name"] for label in item["labels"]),
+         item["email_count"], item["received_at"]]
+        for item in answer.items()
+    ]  # fmt: skip
+    return page(
+        request, "listing.html", me, title=f"Inbox {inbox.body.get('email_address')}",
+        active="/dashboard/inboxes", filters=[("folder", "Folder", folder, FOLDERS)],
+        columns=["", "Subject", "From", "Labels", "Messages", "Latest"], rows=rows,
+        empty=answer.message or f"Nothing in {folder}.", next_href=next_href(request, answer),
+    )  # fmt: skip
+
+
+@router.get("/inboxes/{inbox_ref}/threads/{thread_id}")
+async def thread(
+    request: Request, inbox_ref: str, thread_id: str, images: bool = False
+) -> Response:
+    me = await member(request)
+    base = f"/inboxes/{inbox_ref}/threads/{thread_id}"
+    async with api_as(request, me) as api:
+        summary = await api.get(base)
+        if not summary.ok:
+            return failed(request, me, summary, _inbox_href(inbox_ref))
+        messages = await api.get(f"{base}/emails", limit=100)
+        drafts = await api.get(f"/inboxes/{inbox_ref}/drafts", limit=100)
+        if not summary.body.get("read") and me.may_write:  # opened: read, as mail clients do
+            await api.call("PATCH", base, json={"read": True})
+    thread_drafts: list[dict[str, Any]] = [
+        item for item in drafts.items() if item.get("thread_id") == thread_id
+    ]
+    ordered = list(reversed(messages.items()))  # oldest first, as a conversation reads
+    return page(
+        request, "inbox_thread.html", me, title=summary.body.get("subject") or "(no subject)",
+        active="/dashboard/inboxes", thread=summary.body, messages=ordered,
+        drafts=thread_drafts, inbox_href=_inbox_href(inbox_ref), images=images,
+        latest=ordered[-1] if ordered else None, folders=["inbox", "archive", "spam", "trash"],
+    )  # fmt: skip
+
+
+@router.post("/inboxes/{inbox_ref}/threads/{thread_id}/reply")
+async def reply(
+    request: Request, inbox_ref: str, thread_id: str,
+    csrf: Annotated[str, Form(max_length=200)] = "",
+    email_id: Annotated[str, Form(max_length=100)] = "",
+    text: Annotated[str, Form(max_length=100_000)] = "",
+) -> Response:  # fmt: skip
+    back = f"{_inbox_href(inbox_ref)}/threads/{thread_id}"
+    return await act(
+        request, csrf, "POST", f"/inboxes/{inbox_ref}/threads/{thread_id}/emails/{email_id}/reply",
+        body={"text": text}, back=back, done=f"{back}?flash=Reply+queued",
+    )  # fmt: skip
+
+
+@router.post("/inboxes/{inbox_ref}/drafts/{draft_id}/send")
+async def send_draft(
+    request: Request, inbox_ref: str, draft_id: str,
+    csrf: Annotated[str, Form(max_length=200)] = "",
+    thread_id: Annotated[str, Form(max_length=100)] = "",
+) -> Response:  # fmt: skip
+    back = f"{_inbox_href(inbox_ref)}/threads/{thread_id}"
+    return await act(
+        request, csrf, "POST", f"/inboxes/{inbox_ref}/drafts/{draft_id}/send",
+        back=back, done=f"{back}?flash=Draft+sent",
+    )  # fmt: skip
+
+
+@router.post("/inboxes/{inbox_ref}/threads/{thread_id}/move")
+async def move(
+    request: Request, inbox_ref: str, thread_id: str,
+    csrf: Annotated[str, Form(max_length=200)] = "",
+    folder: Annotated[str, Form(max_length=20)] = "",
+) -> Response:  # fmt: skip
+    inbox = _inbox_href(inbox_ref)
+    return await act(
+        request, csrf, "PATCH", f"/inboxes/{inbox_ref}/threads/{thread_id}",
+        body={"folder": folder}, back=f"{inbox}/threads/{thread_id}",
+        done=f"{inbox}?folder={quote(folder)}&flash=Moved",
+    )  # fmt: skip
