@@ -43,8 +43,9 @@ async def inboxes(request: Request, after: str | None = None) -> Response:
 
 @router.get("/inboxes/{inbox_ref}")
 async def threads(
-    request: Request, inbox_ref: str, folder: str = "inbox", after: str | None = None
-) -> Response:
+    request: Request, inbox_ref: str, folder: str = "inbox", after: str | None = None,
+    flash: str | None = None,
+) -> Response:  # fmt: skip
     me = await member(request)
     folder = folder if folder in FOLDERS else "inbox"
     async with api_as(request, me) as api:
@@ -65,13 +66,15 @@ async def threads(
         active="/dashboard/inboxes", filters=[("folder", "Folder", folder, FOLDERS)],
         columns=["", "Subject", "From", "Labels", "Messages", "Latest"], rows=rows,
         empty=answer.message or f"Nothing in {folder}.", next_href=next_href(request, answer),
+        flash=flash,
     )  # fmt: skip
 
 
 @router.get("/inboxes/{inbox_ref}/threads/{thread_id}")
 async def thread(
-    request: Request, inbox_ref: str, thread_id: str, images: bool = False
-) -> Response:
+    request: Request, inbox_ref: str, thread_id: str, images: bool = False,
+    flash: str | None = None,
+) -> Response:  # fmt: skip
     me = await member(request)
     base = f"/inboxes/{inbox_ref}/threads/{thread_id}"
     async with api_as(request, me) as api:
@@ -91,6 +94,7 @@ async def thread(
         active="/dashboard/inboxes", thread=summary.body, messages=ordered,
         drafts=thread_drafts, inbox_href=_inbox_href(inbox_ref), images=images,
         latest=ordered[-1] if ordered else None, folders=["inbox", "archive", "spam", "trash"],
+        flash=flash,
     )  # fmt: skip
 
 

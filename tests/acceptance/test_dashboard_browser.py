@@ -15,10 +15,11 @@ import json
 import os
 import re
 import shutil
+import smtplib
 import time
 from collections.abc import Iterator
 from email import message_from_bytes
-from email.message import Message
+from email.message import EmailMessage, Message
 from pathlib import Path
 from typing import Any
 
@@ -174,9 +175,33 @@ def _fill(server: Server, site: Site) -> dict[str, str]:
                                         "options": ["Tea", "Coffee", "Cocoa"]}, 201)  # fmt: skip
     site.call("POST", "/webhooks", {"endpoint": "https://hooks.example.com/mailbridge",
                                     "events": ["email.delivered"]}, 201)  # fmt: skip
+    thread = _inbox(server, site, domain["id"])
     return {"automation": automation["id"], "run": runs[0]["id"], "campaign": campaign["id"],
             "template": template["id"], "domain": domain["id"], "poll": poll["id"],
-            "audience": audience["id"]}  # fmt: skip
+            "audience": audience["id"], "thread": thread}  # fmt: skip
+
+
+def _inbox(server: Server, site: Site, domain_id: str) -> str:
+    """support@shop.io, a customer's question in it (over SMTP) with a label; the thread."""
+    site.call("PATCH", f"/domains/{domain_id}", {"receiving": True})
+    site.call("POST", "/inboxes", {"email_address": "support@shop.io", "name": "Support",
+                                   "from_name": "Shop Support"}, 201)  # fmt: skip
+    question = EmailMessage()
+    question["From"], question["To"] = "Ann Customer <ann@mail.net>", "support@shop.io"
+    question["Subject"] = "Where is my order #4521?"
+    question.set_content("Hello, my order has not arrived yet. Can you check?")
+    question.add_alternative("<p>Hello, my order <b>has not arrived</b> yet. Can you check?</p>",
+                             subtype="html")  # fmt: skip
+    host, _, port = server.env["MAILBRIDGE_INBOUND_SMTP"].rpartition(":")
+    with smtplib.SMTP(host, int(port), timeout=30) as smtp:
+        smtp.send_message(question)
+    threads = _wait(lambda: site.call("GET", "/inboxes/support@shop.io/threads")["data"],
+                    "the question filed in the inbox")  # fmt: skip
+    label = site.call("POST", "/inboxes/support@shop.io/labels",
+                      {"name": "Orders", "color": "#2563EB"}, 201)  # fmt: skip
+    site.call("POST", f"/inboxes/support@shop.io/threads/{threads[0]['id']}/labels",
+              {"labels": [label["id"]]})  # fmt: skip
+    return str(threads[0]["id"])
 
 
 def _html(message: Message) -> str:
@@ -269,6 +294,7 @@ def test_a_person_walks_the_dashboard(
         ("13-webhooks", "/dashboard/webhooks"), ("14-received", "/dashboard/received"),
         ("15-logs", "/dashboard/logs"), ("17-members", "/dashboard/members"),
         ("19-account", "/dashboard/account"), ("20-audit-log", "/dashboard/members/audit"),
+        ("21-inboxes", "/dashboard/inboxes"), ("22-inbox", "/dashboard/inboxes/support@shop.io"),
     ]  # fmt: skip
     for name, path in pages:
         browser.get(base + path)
@@ -286,6 +312,17 @@ def test_a_person_walks_the_dashboard(
     assert [arm.get_attribute("data-variant") for arm in arms] == ["A", "B"]
     assert "Winner: B" in browser.find_element(By.CSS_SELECTOR, "#ab-result figcaption").text
     _shot(browser, "09-campaign-ab")
+
+    browser.get(f"{base}/dashboard/inboxes/support@shop.io/threads/{ids['thread']}")
+    assert "Where is my order #4521?" in browser.find_element(By.TAG_NAME, "h1").text
+    assert browser.find_element(By.CSS_SELECTOR, "iframe.preview").get_attribute("sandbox") == ""
+    assert "Orders" in browser.find_element(By.CSS_SELECTOR, "p.labels").text
+    _shot(browser, "23-inbox-thread")
+    browser.find_element(By.NAME, "text").send_keys("It left our warehouse today. Sorry!")
+    browser.find_element(By.CSS_SELECTOR, "section.reply button[type=submit]").click()
+    _wait(lambda: "Reply queued" in browser.page_source, "the reply queued")
+    _wait(lambda: [m for m in _outbox(server) if m["Subject"] == "Re: Where is my order #4521?"],
+          "the reply in the outbox")  # fmt: skip
 
     browser.get(f"{base}/dashboard/automations/{ids['automation']}?run={ids['run']}")
     steps = browser.find_elements(By.CSS_SELECTOR, "#graph svg g.step")
