@@ -1,8 +1,9 @@
 """Inbox steps: what an automation started by an inbox event (``inbox.email.received``,
 ``inbox.thread.created``) does to that thread — ``add_labels``, ``archive``,
-``mark_as_spam``, ``move_to_trash`` and ``draft_reply`` (a draft from a template, never
-sent by itself: a member sends it). The thread is the one the run's trigger event names
-(``event.thread_id``); a run started otherwise fails the step, saying so.
+``mark_as_spam``, ``move_to_trash``, ``assign_thread`` (to a member, by email) and
+``draft_reply`` (a draft from a template, never sent by itself: a member sends it). The
+thread is the one the run's trigger event names (``event.thread_id``); a run started
+otherwise fails the step, saying so.
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ class AddLabelsConfig(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     labels: list[str] = Field(min_length=1, max_length=10)  # label names of the inbox
+
+
+class AssignConfig(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    assignee: str = Field(min_length=3, max_length=320)  # a member's email (or id)
 
 
 class TemplateRef(BaseModel):
@@ -84,6 +91,12 @@ class MoveToTrash(InboxAction):
     config_model = NoConfig
 
 
+class AssignThread(InboxAction):
+    name: ClassVar[str] = "assign_thread"
+    stored_name: ClassVar[str] = "assign_thread"
+    config_model = AssignConfig
+
+
 class DraftReply(InboxAction):
     """Public ``{template: {id}, variables?}``; stored with the template's subject, html
     and text snapshotted (as ``send_email`` does); rendered for the run's contact."""
@@ -134,5 +147,5 @@ class DraftReply(InboxAction):
 
 
 INBOX_ACTIONS: tuple[StepKind, ...] = (
-    AddLabels(), Archive(), MarkAsSpam(), MoveToTrash(), DraftReply(),
+    AddLabels(), Archive(), MarkAsSpam(), MoveToTrash(), AssignThread(), DraftReply(),
 )  # fmt: skip

@@ -16,9 +16,11 @@ from sqlalchemy import select
 from mailbridge.mail.providers import SmtpProvider, SmtpRelay
 from mailbridge.runner.activity import ActivityDispatcher
 from mailbridge.runner.delivery import DeliveryWorker
+from mailbridge.services.accounts import Role
 from mailbridge.services.webhooks import default_consumers
 from mailbridge.storage.tables import ActivityEvent, Contact
 from tests.integration.automation_setup import engine, install, published_template, runs
+from tests.integration.test_dashboard import add_member
 from tests.integration.test_inbound import Inbox, dns, inbox, letter  # noqa: F401
 from tests.smtp_listener import smtp_listener
 
@@ -154,6 +156,15 @@ async def test_folders_read_marks_labels_and_the_trash(inbox: Inbox) -> None:
     assert [each["name"] for each in removed.json()["data"]] == ["Billing"]
     assert [each["id"] for each in await threads(inbox, f"?labels={billing_id}")] == [refund["id"]]
 
+    someone = await add_member(inbox.context, inbox.tenant, Role.ADMIN)
+    given = await inbox.client.patch(f"{base}/{hello['id']}", json={"assignee_id": someone})
+    assert given.status_code == 200 and given.json()["assignee_id"] is not None
+    stranger = await inbox.client.patch(
+        f"{base}/{hello['id']}", json={"assignee_id": "nobody@corp.io"}
+    )
+    assert stranger.status_code == 422
+    taken_back = await inbox.client.patch(f"{base}/{hello['id']}", json={"assignee_id": None})
+    assert taken_back.json()["assignee_id"] is None
     read = await inbox.client.patch(f"{base}/{hello['id']}", json={"read": True})
     assert read.json()["read"] is True and read.json()["object"] == "inbox_thread"
     assert [each["id"] for each in await threads(inbox, "?read=false")] == [refund["id"]]
@@ -443,13 +454,16 @@ async def test_the_conversation_an_automation_prepares_and_a_member_sends(
     the same thread, unread — over real SMTP into a listener."""
     context, team_id = inbox.context, inbox.tenant.team_id
     template_id = await published_template(inbox.client, {})
+    agent = await add_member(context, inbox.tenant, Role.ADMIN)
     automation_id = await install(
         context, team_id,
         [{"key": "start", "type": "trigger", "config": {"event_name": "inbox.email.received"}},
          {"key": "tag", "type": "add_labels", "config": {"labels": ["Orders", "Orders"]}},
+         {"key": "give", "type": "assign_thread", "config": {"assignee": agent}},
          {"key": "answer", "type": "draft_reply",
           "config": {"template": {"id": template_id}, "variables": {"PLAN": "gold"}}}],
-        [{"from": "start", "to": "tag"}, {"from": "tag", "to": "answer"}],
+        [{"from": "start", "to": "tag"}, {"from": "tag", "to": "give"},
+         {"from": "give", "to": "answer"}],
         template_id=template_id,
     )  # fmt: skip
     await support_inbox(inbox)
@@ -460,7 +474,7 @@ async def test_the_conversation_an_automation_prepares_and_a_member_sends(
 
     [thread] = await threads(inbox)
     assert [label["name"] for label in thread["labels"]] == ["Orders"]
-    assert thread["has_draft"] is True
+    assert thread["has_draft"] is True and thread["assignee_id"] is not None
     [draft] = (await inbox.client.get(f"/inboxes/{SUPPORT}/drafts")).json()["data"]
     assert draft["type"] == "reply" and draft["thread_id"] == thread["id"]
     full = (await inbox.client.get(f"/inboxes/{SUPPORT}/drafts/{draft['id']}")).json()

@@ -30,6 +30,7 @@ STORED_NAMES = {
     "archive": "archive",
     "mark_as_spam": "mark_as_spam",
     "move_to_trash": "move_to_trash",
+    "assign_thread": "assign_thread",
     "draft_reply": "draft_reply",
 }
 
@@ -142,6 +143,7 @@ STORED_CONFIGS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     "archive": st.just({}),
     "mark_as_spam": st.just({}),
     "move_to_trash": st.just({}),
+    "assign_thread": st.builds(lambda local: {"assignee": f"{local}@shop.io"}, identifiers),
 }
 
 
@@ -277,6 +279,7 @@ EDGE_OUT = {
     "archive": ["default"],
     "mark_as_spam": ["default"],
     "move_to_trash": ["default"],
+    "assign_thread": ["default"],
     "draft_reply": ["default"],
 }
 TEMPLATE = TemplateContent("tpl-1", "hello@acme.io", "Welcome", "<p>Hi</p>", "Hi", "help@acme.io")
@@ -298,6 +301,7 @@ PUBLIC_CONFIGS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     "archive": st.just({}),
     "mark_as_spam": st.just({}),
     "move_to_trash": st.just({}),
+    "assign_thread": STORED_CONFIGS["assign_thread"],
     "draft_reply": st.builds(
         lambda rest: {"template": {"id": "tpl-1"}, **rest},
         optional_keys(variables=st.dictionaries(identifiers, json_values, max_size=2)),

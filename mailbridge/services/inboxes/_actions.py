@@ -3,6 +3,7 @@
 
 ``archive``, ``mark_as_spam``, ``move_to_trash`` move the thread; ``add_labels`` puts
 labels on it by name, making a label the inbox lacks (in the default colour);
+``assign_thread`` gives it to a member of the team (by email);
 ``draft_reply`` writes a draft replying to the thread's latest received message — never
 sent by itself: a member reads and sends it.
 """
@@ -16,7 +17,9 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock
+from mailbridge.errors import ValidationError
 from mailbridge.services.inboxes._labels import DEFAULT_COLOR
+from mailbridge.services.inboxes._threads import assignee
 from mailbridge.storage.tables import (
     InboxDraft,
     InboxLabel,
@@ -44,6 +47,11 @@ async def act_on_thread(
         thread.trashed_at = now if thread.folder == "trash" else None
     elif action == "add_labels":
         await _add_labels(session, thread, [str(name) for name in options.get("labels") or []])
+    elif action == "assign_thread":
+        try:
+            thread.assignee_id = await assignee(session, team_id, options.get("assignee"))
+        except ValidationError as refused:
+            return str(refused)
     elif action == "draft_reply":
         latest = await session.scalar(
             select(InboxMessage)

@@ -31,6 +31,7 @@ from mailbridge.storage.tables import (
     InboxMessage,
     InboxThread,
     InboxThreadLabel,
+    Member,
     ReceivedAttachment,
     ReceivedEmail,
 )
@@ -102,9 +103,12 @@ async def get_thread(session: AsyncSession, inbox: Inbox, thread_id: str) -> Inb
 async def update_thread(
     session: AsyncSession, clock: Clock, thread: InboxThread, changes: Mapping[str, Any]
 ) -> InboxThread:
-    """``read`` (every message with it) and ``folder`` (a move)."""
-    if "read" not in changes and "folder" not in changes:
-        raise ValidationError("Give `read` or `folder`.")
+    """``read`` (every message with it), ``folder`` (a move) and ``assignee_id`` (a member
+    of the team, or null)."""
+    if not any(field in changes for field in ("read", "folder", "assignee_id")):
+        raise ValidationError("Give `read`, `folder` or `assignee_id`.")
+    if "assignee_id" in changes:
+        thread.assignee_id = await assignee(session, thread.team_id, changes["assignee_id"])
     if "read" in changes:
         read = changes["read"]
         if not isinstance(read, bool):
@@ -122,6 +126,19 @@ async def update_thread(
     thread.updated_at = clock.now()
     await session.commit()
     return thread
+
+
+async def assignee(session: AsyncSession, team_id: str, member: Any) -> str | None:
+    """The member ``member`` names (an id or an email) in the team; None for null."""
+    if member is None:
+        return None
+    if not isinstance(member, str) or not member.strip():
+        raise ValidationError("`assignee_id` must be a member's id or email, or null.")
+    condition = Member.id == member if is_uuid(member) else Member.email == member.strip().lower()
+    found = await session.scalar(select(Member.id).where(condition, Member.team_id == team_id))
+    if found is None:
+        raise ValidationError(f"{member} is not a member of this team.")
+    return str(found)
 
 
 async def delete_thread(session: AsyncSession, clock: Clock, thread: InboxThread) -> bool:
@@ -187,6 +204,7 @@ def thread_summary(thread: InboxThread, labels: Sequence[InboxLabel]) -> dict[st
         "folder": thread.folder,
         "labels": [label_summary(label) for label in labels],
         "read": thread.read,
+        "assignee_id": thread.assignee_id,
     }
 
 
