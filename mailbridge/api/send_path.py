@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -83,6 +84,17 @@ async def answer_send(
     return await emails.send_email(
         context, writer, principal, bodies, batch=batch,
         idempotency_key=idempotency_key, payload=payload, permissive=permissive,
+    )  # fmt: skip
+
+
+async def send_composed(
+    request: Request, principal: Principal, body: dict[str, Any]
+) -> emails.SendAnswer:
+    """One email a route composed itself (an inbox's reply, forward or draft) through the
+    same path as ``POST /emails``, with the request's ``Idempotency-Key``."""
+    return await answer_send(
+        request.app.state.context, request.app.state.email_writer, principal, body,
+        batch=False, idempotency_key=request.headers.get("idempotency-key"),
     )  # fmt: skip
 
 

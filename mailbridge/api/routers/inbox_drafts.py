@@ -11,7 +11,7 @@ from fastapi.responses import Response
 
 from mailbridge.api.bodies import list_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, Sender, SessionDep, Writer
-from mailbridge.api.send_path import answer_response, answer_send
+from mailbridge.api.send_path import answer_response, send_composed
 from mailbridge.errors import ValidationError
 from mailbridge.mail.attachments import FetchPolicy
 from mailbridge.services import inboxes
@@ -136,10 +136,7 @@ async def send_draft(
         else:
             payload = inboxes.send_payload(draft, files, headers)
             payload["from"] = inboxes.sender(inbox)
-    answer = await answer_send(
-        context, request.app.state.email_writer, principal, payload, batch=False,
-        idempotency_key=key,
-    )  # fmt: skip
+    answer = await send_composed(request, principal, payload)
     if answer.status == 200 and isinstance(answer.body, dict) and "id" in answer.body:
         async with context.database.session() as session:
             inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)

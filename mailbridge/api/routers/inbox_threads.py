@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.api.deps import ContextDep, PageDep, Reader, Sender, SessionDep, Writer
-from mailbridge.api.send_path import answer_response, answer_send
+from mailbridge.api.send_path import answer_response, send_composed
 from mailbridge.errors import ValidationError
 from mailbridge.services import inboxes
 from mailbridge.services.accounts import Principal
@@ -179,11 +179,7 @@ async def reply(
         original = await inboxes.get_message(session, thread, email_id)
         references = await inboxes.message_references(session, email_id)
     body = inboxes.reply_payload(inbox, original, references, payload)
-    answer = await answer_send(
-        context, request.app.state.email_writer, principal, body, batch=False,
-        idempotency_key=request.headers.get("idempotency-key"),
-    )  # fmt: skip
-    return answer_response(answer)
+    return answer_response(await send_composed(request, principal, body))
 
 
 @router.post("/inboxes/{inbox_ref}/threads/{thread_id}/emails/{email_id}/forward")
@@ -202,11 +198,7 @@ async def forward(
         original = await inboxes.get_message(session, thread, email_id)
         files = await inboxes.original_files(session, context.settings.data_dir, original)
     body = inboxes.forward_payload(inbox, original, payload, files)
-    answer = await answer_send(
-        context, request.app.state.email_writer, principal, body, batch=False,
-        idempotency_key=request.headers.get("idempotency-key"),
-    )  # fmt: skip
-    return answer_response(answer)
+    return answer_response(await send_composed(request, principal, body))
 
 
 @router.post("/inboxes/{inbox_ref}/threads/{thread_id}/labels")
