@@ -180,7 +180,8 @@ class Inboxes(Protocol):
         self, team_id: str, thread_id: str, action: str, options: Mapping[str, Any]
     ) -> str | None:
         """Apply an inbox step's ``action`` (``add_labels``, ``archive``, ``mark_as_spam``,
-        ``move_to_trash``, ``assign_thread``, ``draft_reply``) to the team's thread, in the
+        ``move_to_trash``, ``assign_thread``, ``draft_reply``, ``forward_thread``: then
+        ``options["key"]`` makes the forward's email once) to the team's thread, in the
         transaction; None when done, else why it could not be (the thread is gone, ...)."""
         ...
 

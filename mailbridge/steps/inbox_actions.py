@@ -1,9 +1,11 @@
 """Inbox steps: what an automation started by an inbox event (``inbox.email.received``,
 ``inbox.thread.created``) does to that thread — ``add_labels``, ``archive``,
-``mark_as_spam``, ``move_to_trash``, ``assign_thread`` (to a member, by email) and
-``draft_reply`` (a draft from a template, never sent by itself: a member sends it). The
-thread is the one the run's trigger event names (``event.thread_id``); a run started
-otherwise fails the step, saying so.
+``mark_as_spam``, ``move_to_trash``, ``assign_thread`` (to a member, by email),
+``draft_reply`` (a draft from a template, never sent by itself: a member sends it) and
+``forward_thread`` (the message that started the run, forwarded from the inbox's
+address, with its files, once even if the step is tried again). The thread is the one
+the run's trigger event names (``event.thread_id``); a run started otherwise fails the
+step, saying so.
 """
 
 from __future__ import annotations
@@ -37,6 +39,13 @@ class AssignConfig(BaseModel):
     assignee: str = Field(min_length=3, max_length=320)  # a member's email (or id)
 
 
+class ForwardConfig(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    to: list[str] = Field(min_length=1, max_length=50)  # addresses, checked as POST /emails does
+    text: str | None = Field(default=None, max_length=10_000)  # a note above the forwarded message
+
+
 class TemplateRef(BaseModel):
     id: str = Field(min_length=1)
 
@@ -61,6 +70,10 @@ class InboxAction(StepKind):
         if not isinstance(thread_id, str):
             return Fail("the run did not start from an inbox event: there is no thread")
         options = await self.options(execution)
+        # The message that started the run (a forward sends it), and a key unique to the
+        # run's step, so a step tried again after a crash forwards once.
+        options.setdefault("email_id", event.get("email_id"))
+        options["key"] = f"{run.id}:{execution.step.key}"
         problem = await execution.tx.inboxes.act(run.team_id, thread_id, self.name, options)
         if problem is not None:
             return Fail(problem)
@@ -95,6 +108,12 @@ class AssignThread(InboxAction):
     name: ClassVar[str] = "assign_thread"
     stored_name: ClassVar[str] = "assign_thread"
     config_model = AssignConfig
+
+
+class ForwardThread(InboxAction):
+    name: ClassVar[str] = "forward_thread"
+    stored_name: ClassVar[str] = "forward_thread"
+    config_model = ForwardConfig
 
 
 class DraftReply(InboxAction):
@@ -148,4 +167,5 @@ class DraftReply(InboxAction):
 
 INBOX_ACTIONS: tuple[StepKind, ...] = (
     AddLabels(), Archive(), MarkAsSpam(), MoveToTrash(), AssignThread(), DraftReply(),
+    ForwardThread(),
 )  # fmt: skip

@@ -66,7 +66,9 @@ def events_of(activity: Activity) -> Iterator[Event]:
         if name == "inbox.email.sent":
             for address in data.get("to") or []:
                 yield Event(team_id, name, email=_bare(str(address)), payload=data)
-        elif data.get("from"):
+        elif name in ("inbox.email.received", "inbox.thread.created") and data.get("from"):
+            # Not inbox.thread.updated nor inbox.draft.sent: what a step does to a
+            # thread must not start the automation that did it again.
             yield Event(team_id, name, email=_bare(str(data["from"])), payload=data)
     elif name.startswith("poll."):
         # A vote is about its contact, or about the address the mail went to.

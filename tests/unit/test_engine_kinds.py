@@ -43,7 +43,7 @@ def test_mailbridges_vocabulary_gives_the_spec_types() -> None:
     assert VOCABULARY.step_types == (
         "send_email", "delay", "wait_for_event", "condition", "contact_update",
         "contact_delete", "add_to_segment", "add_labels", "archive", "mark_as_spam",
-        "move_to_trash", "assign_thread", "draft_reply",
+        "move_to_trash", "assign_thread", "draft_reply", "forward_thread",
     )  # fmt: skip
 
 

@@ -32,6 +32,7 @@ STORED_NAMES = {
     "move_to_trash": "move_to_trash",
     "assign_thread": "assign_thread",
     "draft_reply": "draft_reply",
+    "forward_thread": "forward_thread",
 }
 
 
@@ -144,6 +145,11 @@ STORED_CONFIGS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     "mark_as_spam": st.just({}),
     "move_to_trash": st.just({}),
     "assign_thread": st.builds(lambda local: {"assignee": f"{local}@shop.io"}, identifiers),
+    "forward_thread": st.builds(
+        lambda locals_, rest: {"to": [f"{each}@shop.io" for each in locals_], **rest},
+        st.lists(identifiers, min_size=1, max_size=3),
+        optional_keys(text=names),
+    ),
 }
 
 
@@ -281,6 +287,7 @@ EDGE_OUT = {
     "move_to_trash": ["default"],
     "assign_thread": ["default"],
     "draft_reply": ["default"],
+    "forward_thread": ["default"],
 }
 TEMPLATE = TemplateContent("tpl-1", "hello@acme.io", "Welcome", "<p>Hi</p>", "Hi", "help@acme.io")
 GRAPH_REFS = MemoryReferences(domain="acme.io", templates={"tpl-1": TEMPLATE}, segments={"seg-1"})
@@ -302,6 +309,7 @@ PUBLIC_CONFIGS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     "mark_as_spam": st.just({}),
     "move_to_trash": st.just({}),
     "assign_thread": STORED_CONFIGS["assign_thread"],
+    "forward_thread": STORED_CONFIGS["forward_thread"],
     "draft_reply": st.builds(
         lambda rest: {"template": {"id": "tpl-1"}, **rest},
         optional_keys(variables=st.dictionaries(identifiers, json_values, max_size=2)),

@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.engine.engine import Engine
 from mailbridge.engine.graph import Graph
-from mailbridge.engine.ports import AutomationRef, RunQuotaExceeded
+from mailbridge.engine.ports import AutomationRef, RunQuotaExceeded, SendRefused
 from mailbridge.engine.runs import Phase, Run, RunStatus, StepRecord
 from mailbridge.services import inboxes
 from mailbridge.services.accounts import lock_teams, plan_named
@@ -321,18 +321,36 @@ class SQLRuns:
 
 
 class SQLInboxes:
-    """The engine's ``Inboxes`` port: inbox steps act in the run's transaction."""
+    """The engine's ``Inboxes`` port: inbox steps act in the run's transaction (a
+    forward's email is the mailer's, stored at commit with the rest)."""
 
-    def __init__(self, session: AsyncSession, context: ServiceContext) -> None:
+    def __init__(
+        self, session: AsyncSession, context: ServiceContext, mailer: SQLMailer,
+        *, source: str = "system",
+    ) -> None:  # fmt: skip
         self.session = session
         self.context = context
+        self.mailer = mailer
+        self.source = source
 
     async def act(
         self, team_id: str, thread_id: str, action: str, options: Mapping[str, Any]
     ) -> str | None:
-        return await inboxes.act_on_thread(
-            self.session, self.context.clock, team_id, thread_id, action, options
+        if action != "forward_thread":
+            return await inboxes.act_on_thread(
+                self.session, self.context.clock, team_id, thread_id, action, options,
+                source=self.source,
+            )  # fmt: skip
+        payload = await inboxes.thread_forward(
+            self.session, self.context.settings.data_dir, team_id, thread_id, options
         )
+        if isinstance(payload, str):
+            return payload
+        try:
+            await self.mailer.send_composed(team_id, str(options["key"]), payload)
+        except SendRefused as refused:
+            return refused.reason
+        return None
 
 
 class SQLTransaction:
@@ -349,7 +367,7 @@ class SQLTransaction:
         self.contacts = SQLContacts(session, context, domain)
         self.runs = SQLRuns(session, context.clock.now, self.contacts.expect, domain)
         self.mailer = SQLMailer(session, context)
-        self.inboxes = SQLInboxes(session, context)
+        self.inboxes = SQLInboxes(session, context, self.mailer)
 
     async def flush(self) -> bool:
         """Send the buffered writes (inside the transaction); whether emails were stored."""

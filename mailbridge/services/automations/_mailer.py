@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
+from typing import Any
 
+from pydantic import ValidationError as PydanticValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.engine.ports import OutgoingEmail, SendRefused
@@ -48,38 +50,59 @@ class SQLMailer:
         # impossible (the step's record commits with it) and would fail the insert anyway.
         if email_id in self._ids:
             return email_id
-        now = self.context.clock.now()
         contact = email.contact
         html, text = await self._bodies(email)
-        body = SendEmailRequest.model_validate(
-            {
-                "from": email.from_address,
-                "to": [email.to],
-                "reply_to": email.reply_to or [],
-                "subject": templating.render(email.subject, email.variables, contact=contact),
-                "html": html,
-                "text": text,
-                "tags": [{"name": "automation_id", "value": email.automation_id}],
-            }
+        payload = {
+            "from": email.from_address,
+            "to": [email.to],
+            "reply_to": email.reply_to or [],
+            "subject": templating.render(email.subject, email.variables, contact=contact),
+            "html": html,
+            "text": text,
+            "tags": [{"name": "automation_id", "value": email.automation_id}],
+        }
+        return await self._accept(
+            email.team_id, email_id, payload, marketing=True, contact_id=contact.get("id")
         )
-        principal = Principal(team_id=email.team_id, plan="")
+
+    async def send_composed(self, team_id: str, key: str, payload: dict[str, Any]) -> str:
+        """An email composed elsewhere — an inbox's forward — as ``POST /emails`` takes
+        it: not marketing (no unsubscribe headers); the same ``key`` answers the same id."""
+        email_id = email_id_for(key)
+        if email_id in self._ids:
+            return email_id
+        return await self._accept(team_id, email_id, payload, marketing=False, contact_id=None)
+
+    async def _accept(
+        self, team_id: str, email_id: str, payload: dict[str, Any], *, marketing: bool,
+        contact_id: str | None,
+    ) -> str:  # fmt: skip
+        now = self.context.clock.now()
+        try:
+            body = SendEmailRequest.model_validate(payload)
+        except PydanticValidationError as invalid:
+            problems = "; ".join(str(error["msg"]) for error in invalid.errors())
+            raise SendRefused(f"the email is not valid: {problems}") from None
+        principal = Principal(team_id=team_id, plan="")
         try:
             prepared = await prepare_email(
                 self.session, self.context, principal, body, now,
-                marketing=True, contact_id=contact.get("id"),
+                marketing=marketing, contact_id=contact_id,
             )  # fmt: skip
-            prepared.apply_suppression_list(await self._suppressed(email.team_id))
-            ledger = await self._ledger(email.team_id)
-            ledger.charge(email.team_id, prepared.charged_recipients)
+            prepared.apply_suppression_list(await self._suppressed(team_id))
+            ledger = await self._ledger(team_id)
+            ledger.charge(team_id, prepared.charged_recipients)
         except (DailyQuotaExceeded, MonthlyQuotaExceeded) as refusal:
             raise SendRefused(refusal.message, retry_at=now + QUOTA_RETRY) from refusal
         except ApiError as refusal:
             skip = "suppressed" in refusal.message
             raise SendRefused(refusal.message, skip=skip) from refusal
         prepared.row["id"] = email_id
+        for attachment in prepared.attachments:
+            attachment["email_id"] = email_id
         domain = str(prepared.row["message_id"]).rsplit("@", 1)[-1]
         prepared.row["message_id"] = f"<{email_id}@{domain}"
-        self._jobs.append(SendJob(email.team_id, [prepared]))
+        self._jobs.append(SendJob(team_id, [prepared]))
         self._ids.add(email_id)
         return email_id
 

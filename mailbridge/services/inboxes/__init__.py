@@ -11,7 +11,7 @@ stays in ``received_emails`` and ``emails``.
 
 from __future__ import annotations
 
-from mailbridge.services.inboxes._actions import act_on_thread
+from mailbridge.services.inboxes._actions import act_on_thread, thread_forward
 from mailbridge.services.inboxes._agent import agent_view, update_agent
 from mailbridge.services.inboxes._drafts import (
     attachment_payload,
@@ -116,6 +116,7 @@ __all__ = [
     "sender",
     "subject_key",
     "thread_filters",
+    "thread_forward",
     "thread_labels",
     "thread_summary",
     "thread_view",

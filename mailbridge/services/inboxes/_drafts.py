@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import NotFound, ValidationError
 from mailbridge.mail.attachments import AttachmentFetchError, FetchPolicy, fetch_attachment
+from mailbridge.services.inboxes._events import draft_sent
 from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.queries import is_uuid
 from mailbridge.storage.tables import Inbox, InboxDraft, InboxDraftAttachment
@@ -290,4 +291,5 @@ def attachment_payload(files: list[InboxDraftAttachment]) -> list[dict[str, Any]
 async def mark_sent(session: AsyncSession, clock: Clock, draft: InboxDraft, email_id: str) -> None:
     draft.email_id = email_id
     draft.updated_at = clock.now()
+    draft_sent(session, clock, draft, email_id)
     await session.commit()

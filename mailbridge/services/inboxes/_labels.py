@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import Conflict, NotFound, ValidationError
+from mailbridge.services.inboxes._events import Snapshot, thread_updated
 from mailbridge.storage.queries import is_uuid
 from mailbridge.storage.tables import Inbox, InboxLabel, InboxThread, InboxThreadLabel
 
@@ -131,6 +132,7 @@ async def label_thread(
 ) -> list[InboxLabel]:  # fmt: skip
     """Add the labels to the thread (``replace``: the thread's labels become these)."""
     chosen = [] if replace and ids == [] else await _chosen(session, inbox, ids)
+    before = await Snapshot.of(session, thread)
     if replace:
         await session.execute(
             delete(InboxThreadLabel).where(InboxThreadLabel.thread_id == thread.id)
@@ -143,6 +145,7 @@ async def label_thread(
         if label.id not in have:
             session.add(InboxThreadLabel(thread_id=thread.id, label_id=label.id, created_at=now))
     thread.updated_at = now
+    await thread_updated(session, clock, thread, before)
     await session.commit()
     return (await labels_of(session, [thread.id]))[thread.id]
 
@@ -151,11 +154,13 @@ async def unlabel_thread(
     session: AsyncSession, clock: Clock, inbox: Inbox, thread: InboxThread, label_id: str
 ) -> list[InboxLabel]:
     label = await get_label(session, inbox, label_id)
+    before = await Snapshot.of(session, thread)
     await session.execute(
         delete(InboxThreadLabel).where(
             InboxThreadLabel.thread_id == thread.id, InboxThreadLabel.label_id == label.id
         )
     )
     thread.updated_at = clock.now()
+    await thread_updated(session, clock, thread, before)
     await session.commit()
     return (await labels_of(session, [thread.id]))[thread.id]

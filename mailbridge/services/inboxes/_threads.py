@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import NotFound, ValidationError
+from mailbridge.services.inboxes._events import Snapshot, thread_updated
 from mailbridge.services.inboxes._labels import labels_of
 from mailbridge.services.inboxes._search import unindex_threads
 from mailbridge.services.inboxes._threading import message_ids
@@ -38,6 +39,7 @@ from mailbridge.storage.tables import (
 
 FOLDERS = ("inbox", "archive", "spam", "sent", "trash")
 MOVE_FOLDERS = ("inbox", "archive", "spam", "trash")
+UPDATABLE = frozenset({"read", "folder", "assignee_id"})
 # Threads page by their newest message, not by when they began.
 _BY_LATEST = SimpleNamespace(created_at=InboxThread.latest_at, id=InboxThread.id)
 _MESSAGES = SimpleNamespace(created_at=InboxMessage.created_at, id=InboxMessage.id)
@@ -105,8 +107,9 @@ async def update_thread(
 ) -> InboxThread:
     """``read`` (every message with it), ``folder`` (a move) and ``assignee_id`` (a member
     of the team, or null)."""
-    if not any(field in changes for field in ("read", "folder", "assignee_id")):
+    if not changes.keys() & UPDATABLE:
         raise ValidationError("Give `read`, `folder` or `assignee_id`.")
+    before = await Snapshot.of(session, thread)
     if "assignee_id" in changes:
         thread.assignee_id = await assignee(session, thread.team_id, changes["assignee_id"])
     if "read" in changes:
@@ -124,6 +127,7 @@ async def update_thread(
         thread.folder = folder
         thread.trashed_at = clock.now() if folder == "trash" else None
     thread.updated_at = clock.now()
+    await thread_updated(session, clock, thread, before)
     await session.commit()
     return thread
 

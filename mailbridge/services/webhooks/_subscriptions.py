@@ -61,9 +61,12 @@ CAMPAIGN_EVENTS = ("campaign.sent", "campaign.ab_decided")
 # A recipient voted through a poll's link (or changed the vote); data {poll_id, option,
 # label, contact_id, email}.
 POLL_EVENTS = ("poll.voted",)
-# Recorded by the inbox filer (services.inboxes); data {source, inbox_id, thread_id,
-# email_id, from, to, subject} (received mail: spf, dkim, dmarc too).
-INBOX_EVENTS = ("inbox.thread.created", "inbox.email.received", "inbox.email.sent")
+# Recorded by services.inboxes (their data: README "Inboxes", services.inboxes._events).
+INBOX_EVENTS = (
+    "inbox.thread.created", "inbox.email.received", "inbox.email.sent", "inbox.thread.updated",
+    "inbox.thread.folder.updated", "inbox.thread.assigned", "inbox.thread.unassigned",
+    "inbox.thread.labels.updated", "inbox.draft.sent",
+)  # fmt: skip
 WEBHOOK_EVENTS: tuple[str, ...] = (
     *EMAIL_EVENTS, *CONTACT_EVENTS, *DOMAIN_EVENTS, *AUTOMATION_RUN_EVENTS, *CAMPAIGN_EVENTS,
     *POLL_EVENTS, *INBOX_EVENTS,

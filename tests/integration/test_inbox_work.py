@@ -1,0 +1,156 @@
+"""What happens to a conversation besides its mail: an automation forwarding it, and the
+``inbox.thread.updated`` / ``inbox.draft.sent`` events that tell webhooks of every change
+— a member's, a step's — without starting automations again."""
+
+# ruff: noqa: F811  (the ``inbox`` fixture is test_inbound's, taken as a parameter)
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from mailbridge.services.accounts import Role
+from mailbridge.storage.tables import ActivityEvent, Email, EmailAttachment
+from tests.integration.automation_setup import engine, install, runs
+from tests.integration.test_dashboard import add_member
+from tests.integration.test_inbound import Inbox, dns, inbox, letter  # noqa: F401
+from tests.integration.test_inboxes import SUPPORT, filed, support_inbox, threads, write
+
+
+async def events(inbox: Inbox, type_: str) -> list[dict[str, Any]]:
+    async with inbox.context.database.session() as session:
+        found = await session.scalars(
+            select(ActivityEvent)
+            .where(ActivityEvent.type == type_)
+            .order_by(ActivityEvent.created_at, ActivityEvent.id)
+        )
+        return [dict(row.data or {}) for row in found]
+
+
+async def test_an_automation_forwards_the_message_once_with_its_files(inbox: Inbox) -> None:
+    context, team_id = inbox.context, inbox.tenant.team_id
+    automation_id = await install(
+        context, team_id,
+        [{"key": "start", "type": "trigger", "config": {"event_name": "inbox.email.received"}},
+         {"key": "pass", "type": "forward_thread",
+          "config": {"to": ["billing@shop.io"], "text": "For billing."}}],
+        [{"from": "start", "to": "pass"}],
+    )  # fmt: skip
+    await support_inbox(inbox)
+    message = letter(to=SUPPORT)
+    del message["Subject"]
+    message["Subject"] = "Invoice 12 is wrong"
+    message.add_attachment(b"%PDF-1.4 invoice", maintype="application", subtype="pdf",
+                           filename="invoice-12.pdf")  # fmt: skip
+    await inbox.deliver(message, SUPPORT)
+    await filed(inbox)
+    await engine(context).run_due()
+    [run] = await runs(context, automation_id)
+    assert run.status == "completed", run
+    await engine(context).run_due()  # nothing more: the step forwarded once
+    async with context.database.session() as session:
+        [forward] = (await session.scalars(select(Email).where(Email.team_id == team_id))).all()
+        files = (
+            await session.scalars(
+                select(EmailAttachment).where(EmailAttachment.email_id == forward.id)
+            )
+        ).all()
+    assert forward.to == ["billing@shop.io"] and forward.subject == "Fwd: Invoice 12 is wrong"
+    assert forward.from_email == SUPPORT
+    assert forward.text is not None and forward.text.startswith("For billing.")
+    assert "Forwarded message" in forward.text and "From: Ann <ann@corp.io>" in forward.text
+    assert [(each.filename, each.content) for each in files] == [
+        ("invoice-12.pdf", b"%PDF-1.4 invoice")
+    ]
+
+
+async def test_a_forward_step_fails_the_run_when_the_address_is_refused(inbox: Inbox) -> None:
+    context, team_id = inbox.context, inbox.tenant.team_id
+    automation_id = await install(
+        context, team_id,
+        [{"key": "start", "type": "trigger", "config": {"event_name": "inbox.email.received"}},
+         {"key": "pass", "type": "forward_thread", "config": {"to": ["not an address"]}}],
+        [{"from": "start", "to": "pass"}],
+    )  # fmt: skip
+    await support_inbox(inbox)
+    await write(inbox, "Hello")
+    await engine(context).run_due()
+    [run] = await runs(context, automation_id)
+    assert run.status == "failed"
+    async with context.database.session() as session:
+        assert (await session.scalars(select(Email))).all() == []
+
+
+async def test_every_change_to_a_thread_is_an_event_and_none_starts_a_run(inbox: Inbox) -> None:
+    context, team_id = inbox.context, inbox.tenant.team_id
+    automation_id = await install(
+        context, team_id,
+        [{"key": "start", "type": "trigger", "config": {"event_name": "inbox.email.received"}},
+         {"key": "tag", "type": "add_labels", "config": {"labels": ["Triage"]}},
+         {"key": "file", "type": "archive", "config": {}}],
+        [{"from": "start", "to": "tag"}, {"from": "tag", "to": "file"}],
+    )  # fmt: skip
+    inbox_id = await support_inbox(inbox)
+    await write(inbox, "Question", Message_ID="<q1@corp.io>")
+    await engine(context).run_due()
+    [thread] = await threads(inbox, "?folder=archive")
+    base = f"/inboxes/{SUPPORT}/threads/{thread['id']}"
+    assert (await inbox.client.patch(base, json={"read": True})).status_code == 200
+    labels = await inbox.client.get(f"/inboxes/{SUPPORT}/labels")
+    [triage] = labels.json()["data"]
+    removed = await inbox.client.delete(f"{base}/labels/{triage['id']}")
+    assert removed.status_code == 200, removed.text
+    assert (await inbox.client.delete(base)).status_code == 200  # to the trash
+
+    updates = await events(inbox, "inbox.thread.updated")
+    assert [(each["source"], each["changed"]) for each in updates] == [
+        ("system", ["labels"]), ("system", ["folder"]), ("api", ["read"]), ("api", ["labels"]),
+        ("api", ["folder"]),
+    ]  # fmt: skip
+    assert {(each["inbox_id"], each["thread_id"]) for each in updates} == {(inbox_id, thread["id"])}
+    assert updates[-1]["thread"]["folder"] == "trash" and updates[-1]["thread"]["labels"] == []
+    # As the SDKs' webhook types tell them:
+    moves = await events(inbox, "inbox.thread.folder.updated")
+    assert [(each["from"], each["to"]) for each in moves] == [
+        ("inbox", "archive"), ("archive", "trash"),
+    ]  # fmt: skip
+    labelled = await events(inbox, "inbox.thread.labels.updated")
+    assert [([x["name"] for x in each["added"]], [x["name"] for x in each["removed"]])
+            for each in labelled] == [(["Triage"], []), ([], ["Triage"])]  # fmt: skip
+    assert labelled[0]["thread"]["labels"] == [
+        {"id": triage["id"], "name": "Triage", "color": triage["color"]}
+    ]
+    await filed(inbox)  # the updates reach the triggers: none starts the automation again
+    await engine(context).run_due()
+    assert len(await runs(context, automation_id)) == 1
+
+    draft = await inbox.client.post(
+        f"/inboxes/{SUPPORT}/drafts", json={"to": ["bo@corp.io"], "subject": "Hi", "text": "Hi"}
+    )
+    assert draft.status_code in (200, 201), draft.text
+    sent = await inbox.client.post(f"/inboxes/{SUPPORT}/drafts/{draft.json()['id']}/send")
+    assert sent.status_code == 200, sent.text
+    [told] = await events(inbox, "inbox.draft.sent")
+    assert told["draft_id"] == draft.json()["id"] and told["email_id"] == sent.json()["id"]
+    assert told["to"] == ["bo@corp.io"] and told["inbox_id"] == inbox_id
+
+
+async def test_assigning_a_thread_tells_who_had_it(inbox: Inbox) -> None:
+    ana = await add_member(inbox.context, inbox.tenant, Role.ADMIN)
+    bo = await add_member(inbox.context, inbox.tenant, Role.ADMIN)
+    await support_inbox(inbox)
+    await write(inbox, "Help")
+    [thread] = await threads(inbox)
+    base = f"/inboxes/{SUPPORT}/threads/{thread['id']}"
+    for member in (ana, bo, None):
+        changed = await inbox.client.patch(base, json={"assignee_id": member})
+        assert changed.status_code == 200, changed.text
+    assigned = await events(inbox, "inbox.thread.assigned")
+    assert [(each["assignee_email"], each["previous_assignee_email"]) for each in assigned] == [
+        (ana, None), (bo, ana),
+    ]  # fmt: skip
+    [unassigned] = await events(inbox, "inbox.thread.unassigned")
+    assert unassigned["previous_assignee_email"] == bo
+    updates = await events(inbox, "inbox.thread.updated")
+    assert [each["changed"] for each in updates] == [["assignee_id"]] * 3
