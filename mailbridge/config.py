@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -45,8 +45,12 @@ class Settings(BaseSettings):
         default="text", description="json: one JSON object a line (mailbridge.cli.log_lines)"
     )
     request_log_retention_days: int = 30
-    # Where an inbox's agent is asked what to do with a new message (none: not asked).
+    # Where an inbox's agent is asked what to do with a new message (none: not asked), the
+    # secret its requests are signed with (a webhook's kind: whsec_ and base64), and the
+    # seconds it has to answer.
     inbox_agent_url: str | None = None
+    inbox_agent_secret: SecretStr | None = None
+    inbox_agent_timeout: float = Field(default=30.0, gt=0)
     # Days a thread stays in an inbox's trash before it is removed for good.
     inbox_trash_retention_days: int = Field(default=30, ge=1)
     runner_poll_interval: float = Field(default=0.25, gt=0, le=0.25)
@@ -133,6 +137,17 @@ class Settings(BaseSettings):
     bench_inline_sqlite_writes: bool = Field(
         default=True, description="bench only: hot SQLite writes inline, not through aiosqlite"
     )
+
+    @model_validator(mode="after")
+    def _agent_signs(self) -> Settings:
+        if self.inbox_agent_url and not self.inbox_agent_secret:
+            raise ValueError(
+                "MAILBRIDGE_INBOX_AGENT_URL needs MAILBRIDGE_INBOX_AGENT_SECRET, the secret "
+                "its requests are signed with: whsec_ and base64 of random bytes, as "
+                "`python -c \"import base64, os; print('whsec_' + "
+                'base64.b64encode(os.urandom(24)).decode())"` prints'
+            )
+        return self
 
     @property
     def resolved_database_url(self) -> str:

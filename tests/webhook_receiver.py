@@ -9,7 +9,7 @@ import hmac
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -51,6 +51,8 @@ class Receiver:
         self.by_type: dict[str, list[int]] = {}  # event type → statuses to answer it first
         self.status = 200
         self.delay = 0.0  # seconds before answering
+        # Makes the body of a 2xx answer from the request's payload (a fake agent); None: "ok".
+        self.responder: Callable[[dict[str, Any]], bytes] | None = None
         self.lock = threading.Lock()
         self.port = 0
 
@@ -104,9 +106,12 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
             with receiver.lock:
                 receiver.received.append(Received(self.path, headers, body, status))
             answer = b"ok" if 200 <= status < 300 else b"not now"
+            if receiver.responder is not None and 200 <= status < 300:
+                answer = receiver.responder(json.loads(body))
             try:
                 self.send_response(status)
-                self.send_header("Content-Type", "text/plain")
+                plain = receiver.responder is None or not 200 <= status < 300
+                self.send_header("Content-Type", "text/plain" if plain else "application/json")
                 self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
                 self.wfile.write(answer)

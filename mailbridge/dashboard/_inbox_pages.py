@@ -1,7 +1,10 @@
 """The inbox pages: the team's inboxes, an inbox's threads by folder (unread marked,
-labels shown), and a thread — its messages (HTML in a sandboxed frame, remote images
-blocked), its drafts with a send button, a reply form and the folder moves. Everything
-goes through the API as the signed-in member, as every dashboard page does."""
+labels shown) and its drafts, and a thread — its messages (HTML in a sandboxed frame,
+remote images blocked), its drafts with a send button, reply, forward and assign forms,
+the folder moves, and what the inbox's agent did with each message. Everything goes
+through the API as the signed-in member, as every dashboard page does; the agent's
+record, which the API does not serve, is read from the inboxes context for the
+member's team."""
 
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ from starlette.responses import Response
 
 from mailbridge.dashboard._common import act, api_as, badge, failed, link, member, next_href
 from mailbridge.dashboard._render import page
+from mailbridge.dashboard._session import context_of
+from mailbridge.services import inboxes as inbox_context
 
 router = APIRouter()
 
@@ -21,6 +26,10 @@ FOLDERS = ["inbox", "archive", "spam", "sent", "trash"]
 
 def _inbox_href(inbox_ref: str) -> str:
     return f"/dashboard/inboxes/{quote(inbox_ref, safe='@')}"
+
+
+def _thread_href(inbox_ref: str, thread_id: str) -> str:
+    return f"{_inbox_href(inbox_ref)}/threads/{quote(thread_id)}"
 
 
 @router.get("/inboxes")
@@ -66,7 +75,7 @@ async def threads(
         active="/dashboard/inboxes", filters=[("folder", "Folder", folder, FOLDERS)],
         columns=["", "Subject", "From", "Labels", "Messages", "Latest"], rows=rows,
         empty=answer.message or f"Nothing in {folder}.", next_href=next_href(request, answer),
-        flash=flash,
+        flash=flash, links=[("Drafts", f"{base}/drafts")],
     )  # fmt: skip
 
 
@@ -83,18 +92,43 @@ async def thread(
             return failed(request, me, summary, _inbox_href(inbox_ref))
         messages = await api.get(f"{base}/emails", limit=100)
         drafts = await api.get(f"/inboxes/{inbox_ref}/drafts", limit=100)
+        assignee_email = None
+        if summary.body.get("assignee_id"):
+            team = await api.get("/members", limit=100)
+            assignee_email = next(
+                (item.get("email") for item in team.items()
+                 if item.get("id") == summary.body["assignee_id"]),
+                summary.body["assignee_id"],
+            )  # fmt: skip
         if not summary.body.get("read") and me.may_write:  # opened: read, as mail clients do
             await api.call("PATCH", base, json={"read": True})
     thread_drafts: list[dict[str, Any]] = [
         item for item in drafts.items() if item.get("thread_id") == thread_id
     ]
     ordered = list(reversed(messages.items()))  # oldest first, as a conversation reads
+    async with context_of(request).database.session() as session:
+        calls = await inbox_context.agent_calls_of(session, me.principal.team_id, thread_id)
     return page(
         request, "inbox_thread.html", me, title=summary.body.get("subject") or "(no subject)",
         active="/dashboard/inboxes", thread=summary.body, messages=ordered,
         drafts=thread_drafts, inbox_href=_inbox_href(inbox_ref), images=images,
         latest=ordered[-1] if ordered else None, folders=["inbox", "archive", "spam", "trash"],
-        flash=flash,
+        flash=flash, agent_calls=calls, assignee_email=assignee_email,
+    )  # fmt: skip
+
+
+@router.get("/inboxes/{inbox_ref}/drafts")
+async def drafts(request: Request, inbox_ref: str, after: str | None = None) -> Response:
+    me = await member(request)
+    async with api_as(request, me) as api:
+        inbox = await api.get(f"/inboxes/{inbox_ref}")
+        if not inbox.ok:
+            return failed(request, me, inbox, "/dashboard/inboxes")
+        answer = await api.get(f"/inboxes/{inbox_ref}/drafts", after=after)
+    return page(
+        request, "inbox_drafts.html", me, title=f"Drafts of {inbox.body.get('email_address')}",
+        active="/dashboard/inboxes", drafts=answer.items(), inbox_href=_inbox_href(inbox_ref),
+        next_href=next_href(request, answer), empty=answer.message or "No draft.",
     )  # fmt: skip
 
 
@@ -105,10 +139,42 @@ async def reply(
     email_id: Annotated[str, Form(max_length=100)] = "",
     text: Annotated[str, Form(max_length=100_000)] = "",
 ) -> Response:  # fmt: skip
-    back = f"{_inbox_href(inbox_ref)}/threads/{thread_id}"
+    back = _thread_href(inbox_ref, thread_id)
     return await act(
         request, csrf, "POST", f"/inboxes/{inbox_ref}/threads/{thread_id}/emails/{email_id}/reply",
         body={"text": text}, back=back, done=f"{back}?flash=Reply+queued",
+    )  # fmt: skip
+
+
+@router.post("/inboxes/{inbox_ref}/threads/{thread_id}/forward")
+async def forward(
+    request: Request, inbox_ref: str, thread_id: str,
+    csrf: Annotated[str, Form(max_length=200)] = "",
+    email_id: Annotated[str, Form(max_length=100)] = "",
+    to: Annotated[str, Form(max_length=2000)] = "",
+    text: Annotated[str, Form(max_length=100_000)] = "",
+) -> Response:  # fmt: skip
+    back = _thread_href(inbox_ref, thread_id)
+    recipients = [part.strip() for part in to.replace(";", ",").split(",") if part.strip()]
+    return await act(
+        request, csrf, "POST",
+        f"/inboxes/{inbox_ref}/threads/{thread_id}/emails/{email_id}/forward",
+        body={"to": recipients, "text": text or None}, back=back,
+        done=f"{back}?flash=Forward+queued",
+    )  # fmt: skip
+
+
+@router.post("/inboxes/{inbox_ref}/threads/{thread_id}/assign")
+async def assign(
+    request: Request, inbox_ref: str, thread_id: str,
+    csrf: Annotated[str, Form(max_length=200)] = "",
+    assignee: Annotated[str, Form(max_length=320)] = "",
+) -> Response:  # fmt: skip
+    back = _thread_href(inbox_ref, thread_id)
+    return await act(
+        request, csrf, "PATCH", f"/inboxes/{inbox_ref}/threads/{thread_id}",
+        body={"assignee_id": assignee.strip() or None}, back=back,
+        done=f"{back}?flash={'Assigned' if assignee.strip() else 'Unassigned'}",
     )  # fmt: skip
 
 
@@ -118,7 +184,8 @@ async def send_draft(
     csrf: Annotated[str, Form(max_length=200)] = "",
     thread_id: Annotated[str, Form(max_length=100)] = "",
 ) -> Response:  # fmt: skip
-    back = f"{_inbox_href(inbox_ref)}/threads/{thread_id}"
+    # A standalone draft is sent from the drafts page.
+    back = _thread_href(inbox_ref, thread_id) if thread_id else f"{_inbox_href(inbox_ref)}/drafts"
     return await act(
         request, csrf, "POST", f"/inboxes/{inbox_ref}/drafts/{draft_id}/send",
         back=back, done=f"{back}?flash=Draft+sent",

@@ -32,6 +32,7 @@ from mailbridge.runner.automations import AutomationWorker
 from mailbridge.runner.campaigns import CampaignWorker
 from mailbridge.runner.delivery import DeliveryWorker, default_render_processes
 from mailbridge.runner.imports import ImportWorker
+from mailbridge.runner.inbox_agent import InboxAgentWorker
 from mailbridge.runner.signals import stop_on_signals
 from mailbridge.runner.webhooks import WebhookWorker
 from mailbridge.services import accounts, domains, inboxes
@@ -100,7 +101,7 @@ def default_workers(context: ServiceContext) -> list[Worker]:
     grace = stop_grace(context.settings)
     webhooks = WebhookWorker(context, write_lock=write_lock, stop_grace=grace)
     consumers = default_consumers(context, on_webhook_deliveries=webhooks.deliveries_added)
-    return [
+    workers: list[Worker] = [
         DeliveryWorker(context, render_processes=default_render_processes(), stop_grace=grace),
         AutomationWorker(context, write_lock=write_lock),
         CampaignWorker(context, write_lock=write_lock),
@@ -108,6 +109,9 @@ def default_workers(context: ServiceContext) -> list[Worker]:
         ActivityDispatcher(context, consumers, write_lock=write_lock),
         ImportWorker(context, write_lock=write_lock),
     ]
+    if context.settings.inbox_agent_url:  # no agent: no message is offered to one
+        workers.append(InboxAgentWorker(context))
+    return workers
 
 
 class Runner:

@@ -38,8 +38,17 @@ from mailbridge.storage.database import Database
 from tests.acceptance.conftest import Server, admin, start
 from tests.integration.automation_setup import FIVE_STEP_CONNECTIONS
 from tests.integration.email_factory import add_domain
+from tests.webhook_receiver import webhook_receiver
 
 PASSWORD = "browsers are people too"
+# The inbox agent's signing secret (serve is started with a fake agent on loopback).
+AGENT_SECRET = "whsec_" + "QWdlbnQgc2VjcmV0IGZvciB0aGUgYnJvd3NlciB3YWxr"
+AGENT_ANSWER = {"actions": [
+    {"type": "add_labels", "labels": ["Shipping"]},
+    {"type": "draft_reply", "subject": "Re: Where is my order #4521?",
+     "text": "Hi Ann, your order left our warehouse on Monday; it arrives tomorrow."},
+    {"type": "archive"},
+]}  # fmt: skip
 REPOSITORY = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -186,6 +195,10 @@ def _inbox(server: Server, site: Site, domain_id: str) -> str:
     site.call("PATCH", f"/domains/{domain_id}", {"receiving": True})
     site.call("POST", "/inboxes", {"email_address": "support@shop.io", "name": "Support",
                                    "from_name": "Shop Support"}, 201)  # fmt: skip
+    site.call("PATCH", "/inboxes/support@shop.io/agent", {
+        "instructions": "Label shipping questions and draft an answer.",
+        "actions": ["add_labels", "draft_reply"],
+    })  # fmt: skip
     question = EmailMessage()
     question["From"], question["To"] = "Ann Customer <ann@mail.net>", "support@shop.io"
     question["Subject"] = "Where is my order #4521?"
@@ -197,6 +210,8 @@ def _inbox(server: Server, site: Site, domain_id: str) -> str:
         smtp.send_message(question)
     threads = _wait(lambda: site.call("GET", "/inboxes/support@shop.io/threads")["data"],
                     "the question filed in the inbox")  # fmt: skip
+    _wait(lambda: site.call("GET", f"/inboxes/support@shop.io/threads/{threads[0]['id']}")[
+        "labels"], "the agent's label")  # fmt: skip
     label = site.call("POST", "/inboxes/support@shop.io/labels",
                       {"name": "Orders", "color": "#2563EB"}, 201)  # fmt: skip
     site.call("POST", f"/inboxes/support@shop.io/threads/{threads[0]['id']}/labels",
@@ -235,15 +250,20 @@ def dashboard(
     environment: dict[str, str], tmp_path: Path
 ) -> Iterator[tuple[Server, dict[str, str]]]:
     team_id = acme_team(environment)
-    server = start("serve", environment, tmp_path / "serve.log")
-    try:
-        _member(server, "owner@acme.io", "owner")
-        _member(server, "viewer@acme.io", "view_only")
-        yield server, _seed(server, team_id)
-    finally:
-        if server.process.poll() is None:
-            server.process.kill()
-            server.process.wait()
+    with webhook_receiver() as agent:  # a fake inbox agent: labels, drafts, tries to archive
+        agent.responder = lambda _request: json.dumps(AGENT_ANSWER).encode()
+        environment = {**environment, "MAILBRIDGE_INBOX_AGENT_URL": agent.url("/agent"),
+                       "MAILBRIDGE_INBOX_AGENT_SECRET": AGENT_SECRET}  # fmt: skip
+        server = start("serve", environment, tmp_path / "serve.log")
+        try:
+            _member(server, "owner@acme.io", "owner")
+            _member(server, "viewer@acme.io", "view_only")
+            yield server, _seed(server, team_id)
+            assert [request.signed_with(AGENT_SECRET) for request in agent.requests()] == [True]
+        finally:
+            if server.process.poll() is None:
+                server.process.kill()
+                server.process.wait()
 
 
 def _sign_in(browser: webdriver.Chrome, base: str, email: str) -> None:
@@ -316,13 +336,30 @@ def test_a_person_walks_the_dashboard(
     browser.get(f"{base}/dashboard/inboxes/support@shop.io/threads/{ids['thread']}")
     assert "Where is my order #4521?" in browser.find_element(By.TAG_NAME, "h1").text
     assert browser.find_element(By.CSS_SELECTOR, "iframe.preview").get_attribute("sandbox") == ""
-    assert "Orders" in browser.find_element(By.CSS_SELECTOR, "p.labels").text
+    labels = browser.find_element(By.CSS_SELECTOR, "p.labels").text
+    assert "Orders" in labels and "Shipping" in labels  # a member's label and the agent's
+    agent = browser.find_element(By.CSS_SELECTOR, "section.agent").text
+    assert "did add_labels, draft_reply" in agent and "refused archive" in agent
+    assert "arrives tomorrow" in browser.find_element(By.CSS_SELECTOR, "section.draft").text
     _shot(browser, "23-inbox-thread")
-    browser.find_element(By.NAME, "text").send_keys("It left our warehouse today. Sorry!")
+    browser.find_element(By.CSS_SELECTOR, "section.reply textarea").send_keys(
+        "It left our warehouse today. Sorry!"
+    )
     browser.find_element(By.CSS_SELECTOR, "section.reply button[type=submit]").click()
     _wait(lambda: "Reply queued" in browser.page_source, "the reply queued")
     _wait(lambda: [m for m in _outbox(server) if m["Subject"] == "Re: Where is my order #4521?"],
           "the reply in the outbox")  # fmt: skip
+    browser.find_element(By.CSS_SELECTOR, "section.forward input[name=to]").send_keys(
+        "warehouse@shop.io"
+    )
+    browser.find_element(By.CSS_SELECTOR, "section.forward textarea").send_keys("Please check.")
+    browser.find_element(By.CSS_SELECTOR, "section.forward button[type=submit]").click()
+    _wait(lambda: "Forward queued" in browser.page_source, "the forward queued")
+    _wait(lambda: [m for m in _outbox(server) if m["Subject"] == "Fwd: Where is my order #4521?"],
+          "the forward in the outbox")  # fmt: skip
+    browser.get(f"{base}/dashboard/inboxes/support@shop.io/drafts")
+    assert "arrives tomorrow" in browser.page_source
+    _shot(browser, "24-inbox-drafts")
 
     browser.get(f"{base}/dashboard/automations/{ids['automation']}?run={ids['run']}")
     steps = browser.find_elements(By.CSS_SELECTOR, "#graph svg g.step")

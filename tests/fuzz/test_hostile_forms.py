@@ -23,7 +23,10 @@ from tests.fuzz.test_hostile_json import World, hostile_text, team_rows, world  
 
 EXAMPLES_PER_ROUTE = 25
 PARAM = re.compile(r"\{([a-z_]+)\}")
-FIELDS = ["name", "permission", "domain", "email", "role", "password", "team", "next", "csrf"]
+FIELDS = [
+    "name", "permission", "domain", "email", "role", "password", "team", "next", "csrf",
+    "to", "text", "assignee", "email_id", "thread_id", "folder",
+]  # fmt: skip
 POSTS = sorted(path for method, path in routes() if method == "POST")
 
 

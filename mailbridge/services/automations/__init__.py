@@ -10,6 +10,7 @@ webhooks context's activity dispatcher as the consumer after its fan-out).
 
 from __future__ import annotations
 
+from mailbridge.services.automations._agent_answers import apply_agent_answer
 from mailbridge.services.automations._automations import (
     MAX_AUTOMATION_NAME_LENGTH,
     STATUSES,
@@ -74,6 +75,7 @@ __all__ = [
     "NewStep",
     "SendEventRequest",
     "add_step",
+    "apply_agent_answer",
     "automation_list_item",
     "automation_view",
     "create_automation",

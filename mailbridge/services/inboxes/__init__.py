@@ -4,7 +4,9 @@ conversations, with folders and labels.
 ``_inboxes`` (the inbox, found by id or address), ``_threading`` (which thread a
 message joins), ``_filing`` (the activity consumer that files received mail, registered
 here with the activity dispatch, as the automations' triggers are), ``_threads``
-(threads and their messages), ``_labels``. Owns ``inboxes``, ``inbox_threads``,
+(threads and their messages), ``_labels``, ``_events`` (what webhooks are told of a
+thread's changes), ``_agent`` and ``_agent_calls`` (the agent's settings, and each new
+message offered to it). Owns ``inboxes``, ``inbox_threads``,
 ``inbox_messages``, ``inbox_labels``, ``inbox_thread_labels``; the messages' content
 stays in ``received_emails`` and ``emails``.
 """
@@ -13,6 +15,19 @@ from __future__ import annotations
 
 from mailbridge.services.inboxes._actions import act_on_thread, thread_forward
 from mailbridge.services.inboxes._agent import agent_view, update_agent
+from mailbridge.services.inboxes._agent_calls import (
+    MAX_ACTIONS,
+    AgentRequest,
+    agent_call_failed,
+    agent_calls_of,
+    checked_action,
+    claim_agent_calls,
+    finish_agent_call,
+    next_agent_call_due,
+    parse_answer,
+    release_agent_calls,
+    take_agent_call,
+)
 from mailbridge.services.inboxes._drafts import (
     attachment_payload,
     create_draft,
@@ -73,11 +88,17 @@ register_consumer(InboxFiler.name, InboxFiler)
 
 __all__ = [
     "FOLDERS",
+    "MAX_ACTIONS",
+    "AgentRequest",
     "InboxFiler",
     "Match",
     "act_on_thread",
+    "agent_call_failed",
+    "agent_calls_of",
     "agent_view",
     "attachment_payload",
+    "checked_action",
+    "claim_agent_calls",
     "create_draft",
     "create_inbox",
     "create_label",
@@ -92,6 +113,7 @@ __all__ = [
     "file_received",
     "file_sent",
     "find_inbox",
+    "finish_agent_call",
     "forward_payload",
     "get_draft",
     "get_label",
@@ -108,13 +130,17 @@ __all__ = [
     "list_threads",
     "mark_sent",
     "message_references",
+    "next_agent_call_due",
     "open_drafts",
     "original_files",
+    "parse_answer",
+    "release_agent_calls",
     "reply_payload",
     "search_match",
     "send_payload",
     "sender",
     "subject_key",
+    "take_agent_call",
     "thread_filters",
     "thread_forward",
     "thread_labels",

@@ -7,7 +7,9 @@ to a thread (``_threading``) in that transaction — so no message is filed twic
 lost, and the listener's hot path stays as it was. A new message makes its thread
 unread, brings an archived one back to the inbox folder, and records
 ``inbox.email.received`` (and ``inbox.thread.created`` for a new thread) for webhooks
-and automations. Reports (bounces, complaints) are not conversations: not filed.
+and automations. Reports (bounces, complaints) are not conversations: not filed. When
+an agent is configured and the inbox lets it act, the message is offered to it in the
+same transaction (``_agent_calls``).
 
 An email the team sends from an inbox's address — a reply made with the inbox's routes,
 or any ``POST /emails`` from that address — is filed when it goes out (its first
@@ -25,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock
 from mailbridge.mail.addresses import domain_of, parse_recipient
+from mailbridge.services.inboxes._agent_calls import agent_asked, offer_to_agent
 from mailbridge.services.inboxes._search import index_message, plain_text
 from mailbridge.services.inboxes._threading import (
     message_ids,
@@ -54,6 +57,7 @@ class InboxFiler:
 
     def __init__(self, context: ServiceContext) -> None:
         self.context = context
+        self._offered = 0  # messages offered to the agent in the batch being dispatched
 
     async def consume(
         self, session: AsyncSession, context: ServiceContext, events: Sequence[ActivityEvent]
@@ -61,12 +65,15 @@ class InboxFiler:
         received_ids = _email_ids(events, "email.received")
         sent_ids = _email_ids(events, "email.sent")
         if received_ids:
-            await _file_received(session, context.clock, received_ids)
+            agent = bool(context.settings.inbox_agent_url)
+            self._offered += await _file_received(session, context.clock, received_ids, agent)
         if sent_ids:
             await _file_sent(session, context.clock, sent_ids)
 
     def dispatched(self) -> None:
-        pass
+        if self._offered:
+            self._offered = 0
+            self.context.work_added("inbox-agent")
 
 
 def _email_ids(events: Sequence[ActivityEvent], event_type: str) -> list[str]:
@@ -84,7 +91,8 @@ async def _inboxes(session: AsyncSession, addresses: set[str]) -> dict[str, Inbo
     return {inbox.email_address: inbox for inbox in found}
 
 
-async def _file_received(session: AsyncSession, clock: Clock, ids: list[str]) -> None:
+async def _file_received(session: AsyncSession, clock: Clock, ids: list[str], agent: bool) -> int:
+    """File the received messages; how many were offered to an agent."""
     rows = await session.scalars(
         select(ReceivedEmail)
         .where(ReceivedEmail.id.in_(ids), ReceivedEmail.kind.in_(FILED_KINDS))
@@ -92,10 +100,17 @@ async def _file_received(session: AsyncSession, clock: Clock, ids: list[str]) ->
     )
     received = list(rows.all())
     inboxes = await _inboxes(session, {row.recipient for row in received})
+    offered = 0
     for row in received:
         inbox = inboxes.get(row.recipient)
         if inbox is not None and inbox.team_id == row.team_id:
-            await file_received(session, clock, inbox, row)
+            message = await file_received(session, clock, inbox, row)
+            if message is not None and agent_asked(inbox, configured=agent):
+                thread = await session.get(InboxThread, message.thread_id)
+                assert thread is not None
+                offer_to_agent(session, clock, inbox, thread, message.id)
+                offered += 1
+    return offered
 
 
 async def _file_sent(session: AsyncSession, clock: Clock, ids: list[str]) -> None:

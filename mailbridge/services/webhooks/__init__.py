@@ -39,6 +39,7 @@ from mailbridge.services.webhooks._events import (
     replay_event,
 )
 from mailbridge.services.webhooks._sender import WebhookSender
+from mailbridge.services.webhooks._signatures import delivery_headers
 from mailbridge.services.webhooks._subscriptions import (
     ENDPOINT_PATTERN,
     MAX_ENDPOINT_LENGTH,
@@ -72,6 +73,7 @@ __all__ = [
     "created_webhook_view",
     "default_consumers",
     "delete_webhook",
+    "delivery_headers",
     "delivery_view",
     "dispatch_batch",
     "event_summary_view",

@@ -47,6 +47,7 @@ from mailbridge.storage.tables.inbound import ReceivedAttachment, ReceivedEmail
 from mailbridge.storage.tables.inboxes import (
     SEARCH_TABLE,
     Inbox,
+    InboxAgentCall,
     InboxDraft,
     InboxDraftAttachment,
     InboxLabel,
@@ -88,6 +89,7 @@ __all__ = [
     "EventDefinition",
     "IdempotencyRecord",
     "Inbox",
+    "InboxAgentCall",
     "InboxDraft",
     "InboxDraftAttachment",
     "InboxLabel",

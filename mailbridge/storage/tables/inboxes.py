@@ -163,3 +163,32 @@ class InboxDraftAttachment(Base):
     content_type: Mapped[str] = mapped_column(String(255))
     size: Mapped[int] = mapped_column(Integer)
     content: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class InboxAgentCall(Base):
+    """A received message offered to the inbox's agent (``MAILBRIDGE_INBOX_AGENT_URL``):
+    due until its answer is applied, or until it fails for good."""
+
+    __tablename__ = "inbox_agent_calls"
+    __table_args__ = (
+        Index("ix_inbox_agent_calls_due", "status", "due_at"),
+        Index("ix_inbox_agent_calls_thread", "thread_id", "created_at"),
+        # A message is offered once.
+        Index("uq_inbox_agent_calls_email", "email_id", unique=True),
+    )
+
+    id: Mapped[str] = mapped_column(IdColumnType(), primary_key=True, default=new_id)
+    team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    inbox_id: Mapped[str] = mapped_column(ForeignKey("inboxes.id", ondelete="CASCADE"))
+    thread_id: Mapped[str] = mapped_column(ForeignKey("inbox_threads.id", ondelete="CASCADE"))
+    email_id: Mapped[str] = mapped_column(IdColumnType())  # the inbox message offered
+    status: Mapped[str] = mapped_column(String(16))  # pending, done, failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    due_at: Mapped[datetime]
+    leased_by: Mapped[str | None] = mapped_column(String(100))
+    lease_until: Mapped[datetime | None]
+    # What came of the answer: the actions applied and those refused, with why.
+    outcome: Mapped[dict[str, object] | None] = mapped_column(JSON)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
