@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import email
+import email.message
 import email.policy
 from typing import Any
 
@@ -20,7 +21,7 @@ from mailbridge.services.accounts import Role
 from mailbridge.services.webhooks import default_consumers
 from mailbridge.storage.tables import ActivityEvent, Contact
 from tests.integration.automation_setup import engine, install, published_template, runs
-from tests.integration.test_dashboard import add_member
+from tests.integration.test_dashboard import add_member, csrf_of, sign_in
 from tests.integration.test_inbound import Inbox, dns, inbox, letter  # noqa: F401
 from tests.smtp_listener import smtp_listener
 
@@ -234,6 +235,15 @@ async def test_a_reply_from_the_inbox_and_the_answer_to_it_share_the_thread(
     assert sent.header("Subject") == "Re: Broken zipper"
     assert sent.header("In-Reply-To") == "<zip-1@corp.io>"
     assert sent.header("References") == "<x@corp.io> <zip-1@corp.io>"
+    # The question quoted below the answer, as mail clients do: "> " lines, a blockquote.
+    parsed = email.message_from_bytes(sent.content, policy=email.policy.default)
+    assert isinstance(parsed, email.message.EmailMessage)
+    text, html = (parsed.get_body((kind,)) for kind in ("plain", "html"))
+    assert text is not None and html is not None
+    assert text.get_content().replace("\r\n", "\n").startswith("A new one is on its way.\n\nOn ")
+    assert "Ann <ann@corp.io> wrote:\n> Plain words" in text.get_content().replace("\r\n", "\n")
+    assert '<blockquote type="cite"' in html.get_content()
+    assert "<p>HTML words</p>\r\n</blockquote>" in html.get_content()  # the original, whole
     await filed(inbox)
     emails = (await inbox.client.get(f"{base}/emails")).json()["data"]
     assert (emails[0]["direction"], emails[0]["id"]) == ("outbound", reply_id)  # newest first
@@ -243,6 +253,13 @@ async def test_a_reply_from_the_inbox_and_the_answer_to_it_share_the_thread(
     [same] = await threads(inbox)
     assert same["id"] == thread["id"] and same["email_count"] == 3
     assert same["read"] is False and same["folder"] == "inbox"
+
+    bare = await inbox.client.post(
+        f"{base}/emails/{question['id']}/reply", json={"text": "Short.", "quote": False}
+    )
+    assert bare.status_code == 200, bare.text
+    stored = (await inbox.client.get(f"/emails/{bare.json()['id']}")).json()
+    assert stored["text"] == "Short."  # "quote": false leaves the original out
 
 
 async def test_the_agent_settings_are_kept(inbox: Inbox) -> None:
@@ -450,8 +467,8 @@ async def test_the_conversation_an_automation_prepares_and_a_member_sends(
     inbox: Inbox,
 ) -> None:
     """A customer writes to support@; an automation labels the thread and drafts a reply
-    from a template; a member sends the draft; the customer answers; the answer is in
-    the same thread, unread — over real SMTP into a listener."""
+    from a template; a member sends the draft from the dashboard; the customer answers;
+    the answer is in the same thread, unread — over real SMTP into a listener."""
     context, team_id = inbox.context, inbox.tenant.team_id
     template_id = await published_template(inbox.client, {})
     agent = await add_member(context, inbox.tenant, Role.ADMIN)
@@ -481,8 +498,15 @@ async def test_the_conversation_an_automation_prepares_and_a_member_sends(
     assert full["text"] == "Plan gold" and full["subject"] == "Welcome"
     assert "ann@corp.io" in full["html"]
 
-    sent = await inbox.client.post(f"/inboxes/{SUPPORT}/drafts/{draft['id']}/send")
-    assert sent.status_code == 200, sent.text
+    # The member opens the thread in the dashboard and sends the draft with its button.
+    await sign_in(inbox.client, agent)
+    page = await inbox.client.get(f"/dashboard/inboxes/{SUPPORT}/threads/{thread['id']}")
+    assert page.status_code == 200 and "Send this draft" in page.text
+    sent = await inbox.client.post(
+        f"/dashboard/inboxes/{SUPPORT}/drafts/{draft['id']}/send",
+        data={"csrf": csrf_of(page), "thread_id": thread["id"]},
+    )
+    assert sent.status_code == 303 and "Draft+sent" in sent.headers["location"]
     with smtp_listener() as listener:
         provider = SmtpProvider(SmtpRelay.from_url(listener.url), pool_size=1)
         async with DeliveryWorker(context, provider=provider) as worker:

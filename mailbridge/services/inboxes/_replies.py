@@ -8,11 +8,19 @@ validation, quota, idempotency, tracking and webhooks. ``In-Reply-To`` and
 ``References`` are mailbridge's to set (RFC 5322 §3.6.4): the caller's are refused, as
 is a ``Reply-To``. When the email goes out, the filer puts it in the thread by those
 headers (``_filing``).
+
+The message replied to is quoted below what the caller writes, as mail clients do — an
+"On <date>, <sender> wrote:" line, then its text with ``> `` before each line (RFC 3676
+§4.5) in the text part, and its HTML in a ``<blockquote type="cite">`` in the HTML part;
+only the parts the caller wrote get one. ``"quote": false`` leaves it out (the SDKs have
+no such option; it is mailbridge's).
 """
 
 from __future__ import annotations
 
+import html as markup
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from mailbridge.errors import ValidationError
@@ -21,6 +29,7 @@ from mailbridge.storage.tables import Inbox
 
 SET_BY_MAILBRIDGE = frozenset({"in-reply-to", "references", "reply-to"})
 MAX_REFERENCES = 20  # the newest ones: a long thread's header stays a sensible size
+MAX_QUOTED = 50_000  # characters of the original quoted: a reply stays a sensible size
 
 
 def sender(inbox: Inbox) -> str:
@@ -53,6 +62,38 @@ def _addresses(values: Any) -> list[str]:
         if address is not None:
             found.append(address.lower())
     return found
+
+
+def _intro(original: Mapping[str, Any]) -> str:
+    sender = str(original.get("from") or "the sender")
+    try:
+        when = datetime.fromisoformat(str(original.get("received_at")).replace("Z", "+00:00"))
+    except ValueError:
+        return f"{sender} wrote:"
+    return f"On {when.strftime('%a, %d %b %Y at %H:%M UTC')}, {sender} wrote:"
+
+
+def quoted(body: Mapping[str, Any], original: Mapping[str, Any]) -> dict[str, str]:
+    """The caller's ``text`` and ``html`` with ``original`` quoted below each."""
+    intro = _intro(original)
+    parts: dict[str, str] = {}
+    if isinstance(body.get("text"), str) and body["text"]:
+        lines = str(original.get("text") or "")[:MAX_QUOTED].splitlines()
+        cited = "\n".join(">" if not line else f"> {line}" for line in lines)
+        parts["text"] = f"{body['text'].rstrip()}\n\n{intro}\n{cited}\n"
+    if isinstance(body.get("html"), str) and body["html"]:
+        source = original.get("html")
+        inner = (
+            str(source)[:MAX_QUOTED]
+            if source
+            else markup.escape(str(original.get("text") or "")[:MAX_QUOTED]).replace("\n", "<br>")
+        )
+        parts["html"] = (
+            f"{body['html']}<br><div>{markup.escape(intro)}</div>"
+            '<blockquote type="cite" style="margin:0 0 0 .8ex;border-left:1px solid #ccc;'
+            f'padding-left:1ex">{inner}</blockquote>'
+        )
+    return parts
 
 
 def reply_payload(
@@ -89,4 +130,6 @@ def reply_payload(
     for field in ("cc", "bcc", "html", "text", "attachments"):
         if body.get(field) is not None:
             payload[field] = body[field]
+    if body.get("quote", True) is not False:
+        payload.update(quoted(body, original))
     return payload
