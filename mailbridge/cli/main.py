@@ -23,7 +23,7 @@ import typer
 from mailbridge.cli import client, operator
 from mailbridge.cli.domains import domains_app
 from mailbridge.cli.log_lines import configure as configure_log_lines
-from mailbridge.cli.output import run
+from mailbridge.cli.output import run, settings_from_env
 from mailbridge.cli.webhooks import webhooks_app
 from mailbridge.config import Settings
 from mailbridge.services import accounts, members
@@ -146,13 +146,13 @@ def _serve_http(settings: Settings, host: str | None, port: int | None, with_run
 @app.command()
 def serve(host: HostOption = None, port: PortOption = None) -> None:
     """The API and the runner loops in one process (the embedded default)."""
-    _serve_http(Settings(), host, port, with_runner=True)
+    _serve_http(settings_from_env(), host, port, with_runner=True)
 
 
 @app.command()
 def api(host: HostOption = None, port: PortOption = None) -> None:
     """The API alone (run any number, with `mailbridge runner` beside them)."""
-    _serve_http(Settings(), host, port, with_runner=False)
+    _serve_http(settings_from_env(), host, port, with_runner=False)
 
 
 @app.command()
@@ -160,7 +160,7 @@ def runner() -> None:
     """The runner alone: claims due work and runs the periodic ticks until SIGTERM."""
     from mailbridge.runner import Runner
 
-    settings = Settings()
+    settings = settings_from_env()
     _configure_logging(settings)
     upgrade(settings.resolved_database_url, settings.database_schema)
     settle_heap()
@@ -192,7 +192,7 @@ def inbound(
     from mailbridge.runner.signals import stop_on_signals
     from mailbridge.services import inbound as inbound_service
 
-    settings = Settings()
+    settings = settings_from_env()
     _configure_logging(settings)
     upgrade(settings.resolved_database_url, settings.database_schema)
     where = inbound_service.parse_listen_address(listen or settings.inbound_smtp)
@@ -231,7 +231,7 @@ def bootstrap(
     port: PortOption = None,
 ) -> None:
     """First start: create a team and a first key when the database is new, and say what next."""
-    settings = Settings()
+    settings = settings_from_env()
     upgrade(settings.resolved_database_url, settings.database_schema)
     base = f"http://{host or settings.host}:{port if port is not None else settings.port}"
 

@@ -9,9 +9,8 @@ from typing import Annotated, Any, TypeVar
 import typer
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from mailbridge.cli.output import emit, run
+from mailbridge.cli.output import emit, run, settings_from_env
 from mailbridge.clock import isoformat_ms
-from mailbridge.config import Settings
 from mailbridge.errors import ConfigurationError
 from mailbridge.services import accounts, members
 from mailbridge.services.accounts import Permission, Role, api_key_view
@@ -34,7 +33,7 @@ TeamOption = Annotated[
 
 def with_session(action: Callable[[ServiceContext, AsyncSession], Awaitable[T]]) -> T:
     """Migrate, open a session, run ``action``, close everything."""
-    settings = Settings()
+    settings = settings_from_env()
     upgrade(settings.resolved_database_url, settings.database_schema)
 
     async def main() -> T:
@@ -51,7 +50,7 @@ def with_session(action: Callable[[ServiceContext, AsyncSession], Awaitable[T]])
 @db_app.command("upgrade")
 def db_upgrade(revision: str = "head") -> None:
     """Apply the migrations up to REVISION (default: the newest)."""
-    settings = Settings()
+    settings = settings_from_env()
     upgrade(settings.resolved_database_url, settings.database_schema, revision)
     emit({"database": settings.resolved_database_url.split("@")[-1], "revision": revision})
 

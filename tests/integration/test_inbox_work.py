@@ -13,7 +13,7 @@ from sqlalchemy import select
 from mailbridge.services.accounts import Role
 from mailbridge.storage.tables import ActivityEvent, Email, EmailAttachment
 from tests.integration.automation_setup import engine, install, runs
-from tests.integration.test_dashboard import add_member
+from tests.integration.test_dashboard import add_member, sign_in
 from tests.integration.test_inbound import Inbox, dns, inbox, letter  # noqa: F401
 from tests.integration.test_inboxes import SUPPORT, filed, support_inbox, threads, write
 
@@ -63,6 +63,11 @@ async def test_an_automation_forwards_the_message_once_with_its_files(inbox: Inb
     assert [(each.filename, each.content) for each in files] == [
         ("invoice-12.pdf", b"%PDF-1.4 invoice")
     ]
+    # The dashboard draws the inbox automation like any other, the run's path lit.
+    await sign_in(inbox.client, await add_member(context, inbox.tenant, Role.ADMIN))
+    page = await inbox.client.get(f"/dashboard/automations/{automation_id}?run={run.id}")
+    assert page.status_code == 200
+    assert "<g class='step on' data-key='pass'>" in page.text and "forward thread" in page.text
 
 
 async def test_a_forward_step_fails_the_run_when_the_address_is_refused(inbox: Inbox) -> None:

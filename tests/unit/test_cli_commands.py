@@ -94,3 +94,20 @@ def test_a_body_that_cannot_be_made_is_a_cli_error(values: dict[str, object], sa
     with pytest.raises(CliFailure) as raised:
         read_body(_send(), values)
     assert raised.value.envelope["name"] == "cli_error" and says in raised.value.envelope["message"]
+
+
+def test_settings_that_cannot_work_are_an_error_object_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def error_of_runner() -> str:
+        result = CliRunner().invoke(full_app, ["runner"])
+        assert result.exit_code == 1 and result.exception is not None
+        error = json.loads(result.stderr)
+        assert error["name"] == "cli_error" and error["message"].startswith("settings: ")
+        return str(error["message"])
+
+    monkeypatch.setenv("MAILBRIDGE_PORT", "eighty")
+    assert "MAILBRIDGE_PORT: Input should be a valid integer" in error_of_runner()
+    monkeypatch.delenv("MAILBRIDGE_PORT")
+    monkeypatch.setenv("MAILBRIDGE_INBOX_AGENT_URL", "http://127.0.0.1:9/agent")
+    assert "MAILBRIDGE_INBOX_AGENT_URL needs MAILBRIDGE_INBOX_AGENT_SECRET" in error_of_runner()
