@@ -8,12 +8,13 @@ last batch (a backlog being worked through) spares. A few times a lease the clai
 takes the handovers whose runner died before recording their outcome (and sweeps the
 file outbox of attempts that are over).
 
-Each delivery: simulated recipients apart; the message built (attachments fetched,
-tracking, DKIM — composed and signed in a worker process when ``render_processes``
-says so, as ``mailbridge runner`` and ``serve`` do on a machine with two cores or
-more); the provider prepares the handover; the journal commits ``sent``
-for a whole group of deliveries and completes their handovers right after the
-commit; then the provider's answer is read and recorded (``services.delivery_journal``).
+Each delivery is a ``runner.delivery_attempt.DeliveryAttempt``: simulated recipients
+apart; the message built (attachments fetched, tracking, DKIM — composed and signed in
+a worker process when ``render_processes`` says so, as ``mailbridge runner`` and
+``serve`` do on a machine with two cores or more); the provider prepares the handover;
+the journal commits ``sent`` for a whole group of deliveries and completes their
+handovers right after the commit; then the provider's answer is read and recorded
+(``services.delivery``'s journal).
 
 Stopping: no more claims; deliveries in flight get ``stop_grace`` seconds to finish,
 the rest are cancelled; leases on emails not handed over are given back at once. An
@@ -30,7 +31,6 @@ import os
 import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from itertools import chain
 from types import TracebackType
 from typing import NamedTuple
 
@@ -39,32 +39,18 @@ from structlog.contextvars import bind_contextvars
 
 from mailbridge.mail.providers import OutboxProvider, SmtpProvider, provider_from_settings
 from mailbridge.mail.providers.base import (
-    OUTCOME_TYPES,
-    Delivery,
-    Handover,
-    Outcome,
-    PermanentFailure,
     Provider,
-    TemporaryFailure,
 )
-from mailbridge.mail.providers.simulator import SimulatedRecipient, split_recipients
 from mailbridge.mail.rendering import SHIPPED, LocalRenderer, ProcessRenderer, Renderer, RenderPaths
 from mailbridge.runner.claim_loop import Batch, ClaimLoop, Limits, new_owner, write_turn
+from mailbridge.runner.delivery_attempt import DeliveryAttempt
 from mailbridge.runner.delivery_leftovers import discard_old_receipts, sweep_outbox
 from mailbridge.services import delivery
 from mailbridge.services.delivery import (
     EMAIL_RETRY_POLICY,
-    QUEUED,
-    BuiltMessage,
     DeliveryJournal,
     MessageBuilder,
-    MessageNotBuilt,
     RetryPolicy,
-    envelope_sender,
-    envelopes,
-    in_flight,
-    states_of,
-    to_try,
 )
 from mailbridge.services.kernel import ServiceContext, instance_secret
 from mailbridge.storage.outages import describe, is_unavailable
@@ -127,8 +113,7 @@ class DeliveryWorker:
         self._provider: Provider | None = None
         self._http: httpx.AsyncClient | None = None
         self._journal: DeliveryJournal | None = None
-        self._builder: MessageBuilder | None = None
-        self._secret = b""  # the instance secret, read at open (return-path tags)
+        self._attempt: DeliveryAttempt | None = None  # made at open
         self._write_lock = asyncio.Lock()  # SQLite: claims and journal commits take turns
         self._busy: set[str] = set()  # the emails being delivered: never claimed again
         self._next_housekeeping = 0.0  # time.monotonic(): unsettled handovers, outbox files
@@ -151,6 +136,12 @@ class DeliveryWorker:
         return self._provider
 
     @property
+    def attempt(self) -> DeliveryAttempt:
+        if self._attempt is None:
+            raise RuntimeError("the delivery worker is not open")
+        return self._attempt
+
+    @property
     def journal(self) -> DeliveryJournal:
         if self._journal is None:
             raise RuntimeError("the delivery worker is not open")
@@ -161,7 +152,7 @@ class DeliveryWorker:
             return
         context = self.context
         # First, so that a database out of reach leaves nothing half made (run() retries).
-        secret = self._secret = await instance_secret(context.database, self.settings)
+        secret = await instance_secret(context.database, self.settings)
         self._provider = self._given_provider or provider_from_settings(self.settings)
         self._http = self._given_http or httpx.AsyncClient(follow_redirects=False, trust_env=False)
         if self.render_processes > 0:
@@ -169,14 +160,16 @@ class DeliveryWorker:
         else:
             self._renderer = LocalRenderer(self.render_paths)
         await self._renderer.start()
-        self._builder = MessageBuilder(
-            self.settings, context.clock, secret, self._http, self._renderer
-        )
+        builder = MessageBuilder(self.settings, context.clock, secret, self._http, self._renderer)
         self._journal = DeliveryJournal(
             context.database, context.clock, self.owner,
             lease=self.lease, retry_policy=self.retry_policy, write_lock=self._write_lock,
         )  # fmt: skip
         self._journal.start()
+        self._attempt = DeliveryAttempt(
+            context.database, self._provider, self._journal, builder, secret, self.owner,
+            self.settings.test_domain,
+        )  # fmt: skip
         if isinstance(self._provider, OutboxProvider):
             await self.sweep_outbox(self._provider)
         if isinstance(self._provider, SmtpProvider) and self._provider.receipts is not None:
@@ -198,7 +191,7 @@ class DeliveryWorker:
             await self._renderer.close()
         if self._given_http is None and self._http is not None:
             await self._http.aclose()
-        self._journal = None
+        self._journal = self._attempt = None
 
     async def __aenter__(self) -> DeliveryWorker:
         await self.open()
@@ -264,7 +257,7 @@ class DeliveryWorker:
         email = item.email
         bind_contextvars(email_id=email.id)  # this delivery's own task: its lines only
         try:
-            await self._attempt(email, item.domain, item.attachments, item.handed_over_by)
+            await self.attempt.run(email, item.domain, item.attachments, item.handed_over_by)
             logger.debug("delivery attempt over")
         except asyncio.CancelledError:
             raise
@@ -324,121 +317,6 @@ class DeliveryWorker:
             )
         return taken
 
-    # --- one delivery ---------------------------------------------------------------
-
-    async def _attempt(
-        self, email: Email, domain: Domain | None, attachments: Sequence[EmailAttachment],
-        handed_over_by: str | None = None,
-    ) -> None:  # fmt: skip
-        """One attempt: each recipient still to try gets an envelope of its own (when the
-        provider gives them that) and its outcome recorded as it comes; the attempt's end
-        decides the email's status and its retry. ``handed_over_by``: the attempt is one a
-        dead runner left unsettled — its handover in flight is settled first (by the
-        receipts of ``handed_over_by``), then the recipients it had not reached are tried."""
-        journal = self.journal
-        real, simulated = split_recipients(email.delivery_recipients, self.settings.test_domain)
-        if not real:
-            await journal.record_simulated(email, simulated)
-            return
-        before = vars(email).get("recipient_states")
-        states = states_of(email, real)
-        continuing = handed_over_by is not None
-        if continuing:
-            # Mail handed over before recipients had states went out in one envelope.
-            settling = in_flight(states) if before is not None else list(real)
-            if settling and not await self._settle(email, domain, settling, real, simulated,
-                                                   handed_over_by or ""):  # fmt: skip
-                return
-        pending = to_try(states, continuing=continuing)
-        if not pending:
-            await journal.record(email, None, simulated)
-            return
-        try:
-            message = await self._build(email, domain, attachments)
-        except MessageNotBuilt as exc:
-            await journal.record(email, exc.outcome, simulated, tuple(pending))
-            return
-        batches = envelopes(pending, self.provider.per_recipient)
-        first = not continuing
-        for number, envelope in enumerate(batches):
-            delivery = Delivery(
-                email.id, envelope_sender(email, domain, self._secret, envelope), envelope,
-                self.owner, email.attempts, real.index(envelope[0]),
-            )  # fmt: skip
-            prepared = await self.provider.prepare(delivery, message.content)
-            if isinstance(prepared, OUTCOME_TYPES):
-                outcome = prepared
-            else:
-                if not await self._hand_over(email, prepared, envelope, first=first):
-                    return
-                first = False
-                outcome = await prepared.outcome()
-            concerns, final = envelope, number == len(batches) - 1
-            if _whole_message(outcome):  # the rest would come to the same
-                concerns, final = tuple(chain.from_iterable(batches[number:])), True
-            if not await journal.record(email, outcome, simulated, concerns, final=final):
-                return
-            if final:
-                return
-
-    async def _settle(
-        self, email: Email, domain: Domain | None, settling: list[str], real: list[str],
-        simulated: Sequence[SimulatedRecipient], handed_over_by: str,
-    ) -> bool:  # fmt: skip
-        """Settle the envelope a dead runner handed over; whether the attempt goes on
-        (recipients it had not reached yet)."""
-        envelope = tuple(settling)
-        delivery = Delivery(
-            email.id, envelope_sender(email, domain, self._secret, envelope), envelope,
-            handed_over_by, email.attempts, real.index(envelope[0]),
-        )  # fmt: skip
-        outcome = await self.provider.settle(delivery)
-        states = vars(email)["recipient_states"]
-        again = isinstance(outcome, TemporaryFailure) and outcome.retry_now  # never went out
-        more = again or any(states[each] == QUEUED for each in real if each not in envelope)
-        recorded = await self.journal.record(email, outcome, simulated, envelope, final=not more)
-        return recorded and more
-
-    async def _hand_over(
-        self, email: Email, handover: Handover, envelope: tuple[str, ...], *, first: bool
-    ) -> bool:
-        """Whether the handover was committed (and so completed); abandoned if not."""
-        decision = self.journal.submit_handover(email, handover, envelope, first=first)
-        try:
-            committed = await asyncio.shield(decision)
-        except asyncio.CancelledError:
-            # The journal may be committing it this very moment: learn its decision
-            # before giving up, so a committed handover is never abandoned.
-            with contextlib.suppress(Exception):
-                if not await decision:
-                    handover.abandon()
-            raise
-        except Exception:
-            handover.abandon()
-            raise
-        if not committed:
-            handover.abandon()
-        return committed
-
-    async def _build(
-        self, email: Email, domain: Domain | None, attachments: Sequence[EmailAttachment]
-    ) -> BuiltMessage:
-        assert self._builder is not None
-        stored = [attachment.id for attachment in attachments if not attachment.path]
-        contents: dict[str, bytes] = {}
-        if stored:
-            async with self.context.database.session() as session:
-                contents = await delivery.attachment_contents(session, stored)
-        return await self._builder.build(email, domain, attachments, contents)
-
     async def sweep_outbox(self, outbox: OutboxProvider) -> None:
         """Pending outbox files of attempts that are over (``runner.delivery_leftovers``)."""
         await sweep_outbox(self.context.database, outbox)
-
-
-def _whole_message(outcome: Outcome) -> bool:
-    """An outcome about the message or the relay rather than one recipient: the
-    attempt's other recipients would come to the same."""
-    if isinstance(outcome, TemporaryFailure):
-        return not outcome.recipients
-    return isinstance(outcome, PermanentFailure) and not outcome.bounced

@@ -50,7 +50,13 @@ def _subclasses(cls: type[ApiError]) -> Iterator[type[ApiError]]:
 
 # Every name the API answers with (spec §7 and DESIGN §6).
 ERROR_NAMES = {getattr(cls, "name", None) for cls in _subclasses(ApiError)} - {None}
-ERROR_NAMES |= {"contact_exists", "contact_property_exists"}  # Conflict's own names
+# Conflict's own names (``Conflict("inbox_exists", ...)``), read off the code so that a new
+# one is known here the day it is written.
+ERROR_NAMES |= {
+    name
+    for source in (Path(__file__).parents[2] / "mailbridge").rglob("*.py")
+    for name in re.findall(r'Conflict\(\s*"([a-z_]+)"', source.read_text())
+}
 
 
 # -- hostile values -----------------------------------------------------------------------

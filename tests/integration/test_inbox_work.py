@@ -159,3 +159,30 @@ async def test_assigning_a_thread_tells_who_had_it(inbox: Inbox) -> None:
     assert unassigned["previous_assignee_email"] == bo
     updates = await events(inbox, "inbox.thread.updated")
     assert [each["changed"] for each in updates] == [["assignee_id"]] * 3
+
+
+async def test_inboxes_and_drafts_tell_webhooks_as_the_sdks_types_have_it(inbox: Inbox) -> None:
+    inbox_id = await support_inbox(inbox)
+    await inbox.client.patch(f"/inboxes/{SUPPORT}", json={"from_name": "Shop Support"})
+    draft = await inbox.client.post(f"/inboxes/{SUPPORT}/drafts", json={"subject": "Soon"})
+    draft_id = draft.json()["id"]
+    await inbox.client.patch(f"/inboxes/{SUPPORT}/drafts/{draft_id}", json={"text": "Later"})
+    assert (await inbox.client.delete(f"/inboxes/{SUPPORT}/drafts/{draft_id}")).status_code == 200
+    assert (await inbox.client.delete(f"/inboxes/{SUPPORT}")).status_code == 200
+
+    [created] = await events(inbox, "inbox.created")
+    [updated] = await events(inbox, "inbox.updated")
+    [deleted] = await events(inbox, "inbox.deleted")
+    assert created["inbox"]["email_address"] == SUPPORT and created["inbox_id"] == inbox_id
+    assert updated["inbox"]["from_name"] == "Shop Support" and updated["source"] == "api"
+    assert deleted == {"source": "api", "inbox_id": inbox_id}
+    drafted = [
+        (type_, each["draft_id"], each["draft"]["subject"], "text" in each["draft"])
+        for type_ in ("inbox.draft.created", "inbox.draft.updated", "inbox.draft.deleted")
+        for each in await events(inbox, type_)
+    ]  # the bodies stay out of webhooks, as the SDK's InboxEventDraft has it
+    assert drafted == [
+        ("inbox.draft.created", draft_id, "Soon", False),
+        ("inbox.draft.updated", draft_id, "Soon", False),
+        ("inbox.draft.deleted", draft_id, "Soon", False),
+    ]

@@ -120,7 +120,7 @@ async def test_received_mail_is_threaded_by_references_then_by_subject(inbox: In
 
     async with inbox.context.database.session() as session:
         types = await session.scalars(
-            select(ActivityEvent.type).where(ActivityEvent.type.like("inbox.%"))
+            select(ActivityEvent.type).where(ActivityEvent.type.like("inbox.%.%"))
         )
         assert sorted(types) == ["inbox.email.received"] * 4 + ["inbox.thread.created"] * 2
 

@@ -96,11 +96,11 @@ async def update_draft(
 
 @router.delete("/inboxes/{inbox_ref}/drafts/{draft_id}")
 async def delete_draft(
-    inbox_ref: str, draft_id: str, principal: Writer, session: SessionDep
+    inbox_ref: str, draft_id: str, principal: Writer, session: SessionDep, context: ContextDep
 ) -> dict[str, Any]:
     inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)
     draft = await inboxes.get_draft(session, inbox, draft_id)
-    await inboxes.delete_draft(session, draft)
+    await inboxes.delete_draft(session, context.clock, draft)
     return {"object": "inbox_draft", "id": draft_id, "deleted": True}
 
 

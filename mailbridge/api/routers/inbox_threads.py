@@ -17,7 +17,7 @@ from mailbridge.errors import ValidationError
 from mailbridge.services import inboxes
 from mailbridge.services.accounts import Principal
 from mailbridge.services.kernel import ServiceContext
-from mailbridge.storage.tables import InboxLabel, InboxThread
+from mailbridge.storage.tables import Inbox, InboxLabel, InboxThread
 
 router = APIRouter(tags=["inboxes"])
 
@@ -162,6 +162,18 @@ async def _relabel(
     return _label_list(found)
 
 
+async def _answered(
+    session: AsyncSession, principal: Principal, payload: Any, inbox_ref: str, thread_id: str,
+    email_id: str,
+) -> tuple[Inbox, dict[str, Any]]:  # fmt: skip
+    """The inbox and the message a reply or a forward is of, once the body is an object."""
+    if not isinstance(payload, dict):
+        raise ValidationError("The body is a JSON object.")
+    inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)
+    thread = await inboxes.get_thread(session, inbox, thread_id)
+    return inbox, await inboxes.get_message(session, thread, email_id)
+
+
 @router.post("/inboxes/{inbox_ref}/threads/{thread_id}/emails/{email_id}/reply")
 async def reply(
     inbox_ref: str, thread_id: str, email_id: str, payload: Annotated[Any, Body()],
@@ -170,13 +182,11 @@ async def reply(
     """Reply from the inbox's address: an ordinary email (``POST /emails``' validation,
     quota, idempotency and webhooks), threaded by the In-Reply-To and References set
     here; it joins the thread when it goes out."""
-    if not isinstance(payload, dict):
-        raise ValidationError("The body is a JSON object.")
     context: ServiceContext = request.app.state.context
     async with context.database.session() as session:
-        inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)
-        thread = await inboxes.get_thread(session, inbox, thread_id)
-        original = await inboxes.get_message(session, thread, email_id)
+        inbox, original = await _answered(
+            session, principal, payload, inbox_ref, thread_id, email_id
+        )
         references = await inboxes.message_references(session, email_id)
     body = inboxes.reply_payload(inbox, original, references, payload)
     return answer_response(await send_composed(request, principal, body))
@@ -189,13 +199,11 @@ async def forward(
 ) -> Response:  # fmt: skip
     """Forward a message from the inbox's address: the original quoted inline and its
     files attached again, through ``POST /emails``' path."""
-    if not isinstance(payload, dict):
-        raise ValidationError("The body is a JSON object.")
     context: ServiceContext = request.app.state.context
     async with context.database.session() as session:
-        inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)
-        thread = await inboxes.get_thread(session, inbox, thread_id)
-        original = await inboxes.get_message(session, thread, email_id)
+        inbox, original = await _answered(
+            session, principal, payload, inbox_ref, thread_id, email_id
+        )
         files = await inboxes.original_files(session, context.settings.data_dir, original)
     body = inboxes.forward_payload(inbox, original, payload, files)
     return answer_response(await send_composed(request, principal, body))

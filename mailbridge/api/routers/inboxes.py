@@ -69,9 +69,11 @@ async def update_inbox(
 
 
 @router.delete("/inboxes/{inbox_ref}")
-async def delete_inbox(inbox_ref: str, principal: Writer, session: SessionDep) -> dict[str, Any]:
+async def delete_inbox(
+    inbox_ref: str, principal: Writer, session: SessionDep, context: ContextDep
+) -> dict[str, Any]:
     inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)
-    await inboxes.delete_inbox(session, inbox)
+    await inboxes.delete_inbox(session, context.clock, inbox)
     return {"object": "inbox", "id": inbox.id, "deleted": True}
 
 

@@ -36,6 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.errors import DailyQuotaExceeded, MonthlyQuotaExceeded
 from mailbridge.services.accounts._plans import plan_named
+from mailbridge.storage.queries import is_postgres
 from mailbridge.storage.sqlite_writer import SqliteWriter
 from mailbridge.storage.tables import QuotaUsage, Team
 
@@ -53,7 +54,7 @@ class QuotaRaced(Exception):
 
 def locks_last(session: AsyncSession) -> bool:
     """Whether this database takes the quota lock at the end (see the module's doc)."""
-    return session.get_bind().dialect.name == "postgresql"
+    return is_postgres(session)
 
 
 async def commit_charging(
@@ -243,7 +244,7 @@ class QuotaLedger:
 
     async def store(self, session: AsyncSession) -> None:
         bucket = bucket_of(self.now)
-        insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+        insert = pg_insert if is_postgres(session) else sqlite_insert
         for team_id, usage in self.teams.items():
             if usage.pending:
                 statement = insert(QuotaUsage).values(

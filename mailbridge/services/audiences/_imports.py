@@ -54,7 +54,7 @@ from mailbridge.services.audiences._properties import (
 )
 from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.pagination import Page, PageRequest, paginate
-from mailbridge.storage.queries import get_owned
+from mailbridge.storage.queries import get_owned, locked
 from mailbridge.storage.tables import (
     Audience,
     Contact,
@@ -188,9 +188,7 @@ async def advance_imports(context: ServiceContext) -> bool:
             .order_by(ContactImport.created_at)
             .limit(1)
         )
-        if session.get_bind().dialect.name == "postgresql":
-            query = query.with_for_update(skip_locked=True)
-        job = await session.scalar(query)
+        job = await session.scalar(locked(query, session, skip_locked=True))
         if job is None:
             return False
         chunk = await session.get(ContactImportChunk, (job.id, job.next_chunk))

@@ -26,7 +26,7 @@ from mailbridge.errors import Conflict, ValidationError
 from mailbridge.services.audiences._contact_lock import holding_contact_lock, time_bound
 from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.pagination import Page, PageRequest, paginate
-from mailbridge.storage.queries import get_owned
+from mailbridge.storage.queries import get_owned, is_postgres
 from mailbridge.storage.tables import Contact, ContactProperty
 from mailbridge.wire import END
 
@@ -234,7 +234,7 @@ async def delete_property(
 
 def _erase_values(session: AsyncSession, team_id: str, key: str) -> Any:
     contacts = update(Contact).execution_options(synchronize_session=False)
-    if session.get_bind().dialect.name == "postgresql":
+    if is_postgres(session):
         stored = cast(Contact.properties, JSONB)
         return contacts.where(Contact.team_id == team_id, stored.has_key(key)).values(
             properties=cast(stored.op("-", return_type=JSONB)(key), JSON)

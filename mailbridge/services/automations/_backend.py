@@ -33,7 +33,7 @@ from mailbridge.services.automations._mailer import SQLMailer
 from mailbridge.services.kernel import ServiceContext
 from mailbridge.steps import VOCABULARY
 from mailbridge.storage import bulk
-from mailbridge.storage.queries import table_of
+from mailbridge.storage.queries import is_postgres, locked, table_of
 from mailbridge.storage.tables import (
     ActivityEvent,
     Automation,
@@ -53,10 +53,6 @@ _RUN_COLUMNS = (
 
 _STATUSES = {status.value: status for status in RunStatus}
 _PHASES = {phase.value: phase for phase in Phase}
-
-
-def _is_postgres(session: AsyncSession) -> bool:
-    return session.get_bind().dialect.name == "postgresql"
 
 
 def run_of(row: Any) -> Run:
@@ -160,7 +156,7 @@ class SQLRuns:
 
     async def claim_due(self, now: datetime, limit: int) -> list[Run]:
         table = table_of(AutomationRun)
-        if _is_postgres(self.session):
+        if is_postgres(self.session):
             due = (
                 select(AutomationRun.id)
                 .where(AutomationRun.status == "running", AutomationRun.due_at <= now)
@@ -191,9 +187,7 @@ class SQLRuns:
 
     async def get(self, run_id: str) -> Run | None:
         query = select(AutomationRun).where(AutomationRun.id == run_id)
-        if _is_postgres(self.session):
-            query = query.with_for_update()
-        row = await self.session.scalar(query)
+        row = await self.session.scalar(locked(query, self.session))
         return self._claimed([row])[0] if row is not None else None
 
     async def waiting_for(self, contact_ids: list[str], event_name: str) -> list[Run]:
@@ -205,9 +199,7 @@ class SQLRuns:
         if self._domain is not None:
             on_domain = select(Automation.id).where(Automation.domain == self._domain)
             query = query.where(AutomationRun.automation_id.in_(on_domain))
-        if _is_postgres(self.session):
-            query = query.with_for_update()
-        return self._claimed(list(await self.session.scalars(query)))
+        return self._claimed(list(await self.session.scalars(locked(query, self.session))))
 
     async def has_active(self, automation_id: str, contact_id: str) -> bool:
         if any(

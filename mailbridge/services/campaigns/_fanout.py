@@ -40,6 +40,7 @@ from mailbridge.services.campaigns._recipients import count_recipients, resolve_
 from mailbridge.services.campaigns._requests import decide_after_of
 from mailbridge.services.email import SendEmailRequest, prepare_email, store_prepared_rows
 from mailbridge.services.kernel import ServiceContext, record_event
+from mailbridge.storage.queries import locked
 from mailbridge.storage.tables import Campaign, CampaignRecipient, Contact, Team
 from mailbridge.storage.types import new_id
 
@@ -66,9 +67,7 @@ async def claim_due_campaigns(
         .order_by(Campaign.due_at)
         .limit(limit)
     )
-    if session.get_bind().dialect.name == "postgresql":
-        query = query.with_for_update(skip_locked=True)
-    ids = list((await session.scalars(query)).all())
+    ids = list((await session.scalars(locked(query, session, skip_locked=True))).all())
     if ids:
         await session.execute(
             update(Campaign)

@@ -28,7 +28,7 @@ from sqlalchemy.orm import defer
 
 from mailbridge.services.email import PENDING_STATUSES
 from mailbridge.storage.database import Database
-from mailbridge.storage.queries import table_of
+from mailbridge.storage.queries import locked, table_of
 from mailbridge.storage.sqlite_writer import SqliteWriter
 from mailbridge.storage.tables import Domain, Email, EmailAttachment
 
@@ -89,9 +89,7 @@ def _due_ids(
     due = select(Email.id).where(*conditions).order_by(Email.due_at).limit(limit)
     if busy:
         due = due.where(Email.id.not_in(list(busy)))
-    if session.get_bind().dialect.name == "postgresql":
-        due = due.with_for_update(skip_locked=True)
-    return due
+    return locked(due, session, skip_locked=True)
 
 
 async def claim_due(

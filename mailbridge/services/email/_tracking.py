@@ -29,6 +29,7 @@ from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.services.audiences import event_data
 from mailbridge.services.email._events import record_email_event
 from mailbridge.services.kernel import record_event
+from mailbridge.storage.queries import is_postgres
 from mailbridge.storage.tables import Contact, ContactEngagement, Email
 
 ENGAGED = frozenset({"opened", "clicked"})
@@ -75,7 +76,7 @@ async def engaged(session: AsyncSession, clock: Clock, email: Email, kind: str) 
     """The contact's first ``kind`` of the campaign, if this is the first (else nothing)."""
     if email.campaign_id is None or email.contact_id is None:
         return
-    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    insert = pg_insert if is_postgres(session) else sqlite_insert
     # Selected from contacts, so a contact deleted since the send adds nothing.
     source = select(
         Contact.id,

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock
 from mailbridge.errors import ValidationError
+from mailbridge.services.inboxes._drafts import draft_event
 from mailbridge.services.inboxes._events import Snapshot, thread_updated
 from mailbridge.services.inboxes._forwards import forward_payload, original_files
 from mailbridge.services.inboxes._labels import DEFAULT_COLOR
@@ -76,14 +77,13 @@ async def act_on_thread(
         )
         if latest is None:
             return "the thread has no received message to reply to"
-        session.add(
-            InboxDraft(
-                team_id=team_id, inbox_id=thread.inbox_id, thread_id=thread.id,
-                reply_to_email_id=latest.id, cc=[], bcc=[], subject=options.get("subject"),
-                text=options.get("text"), html=options.get("html"), created_at=now,
-                updated_at=now,
-            )
+        draft = InboxDraft(
+            team_id=team_id, inbox_id=thread.inbox_id, thread_id=thread.id,
+            reply_to_email_id=latest.id, cc=[], bcc=[], subject=options.get("subject"),
+            text=options.get("text"), html=options.get("html"), created_at=now, updated_at=now,
         )  # fmt: skip
+        session.add(draft)
+        await draft_event(session, clock, draft, "inbox.draft.created", source=source)
     else:
         return f"unknown inbox action {action!r}"
     thread.updated_at = now

@@ -34,6 +34,7 @@ from mailbridge.services.inboxes._agent import ACTIONS
 from mailbridge.services.inboxes._labels import labels_of, list_labels
 from mailbridge.services.inboxes._threads import message_views, thread_summary
 from mailbridge.storage.database import Database
+from mailbridge.storage.queries import locked
 from mailbridge.storage.tables import Inbox, InboxAgentCall, InboxMessage, InboxThread
 
 AGENT_RETRY_POLICY = RetryPolicy(
@@ -104,9 +105,7 @@ async def claim_agent_calls(
             .order_by(InboxAgentCall.due_at, InboxAgentCall.id)
             .limit(limit)
         )
-        if not database.is_sqlite:
-            query = query.with_for_update(skip_locked=True)
-        calls = list((await session.scalars(query)).all())
+        calls = list((await session.scalars(locked(query, session, skip_locked=True))).all())
         requests = []
         for call in calls:
             call.leased_by, call.lease_until = owner, now + lease
@@ -221,9 +220,7 @@ async def take_agent_call(
         InboxAgentCall.leased_by == owner,
         InboxAgentCall.status == "pending",
     )
-    if session.get_bind().dialect.name == "postgresql":
-        query = query.with_for_update()
-    call = await session.scalar(query)
+    call = await session.scalar(locked(query, session))
     if call is None:
         return None
     inbox = await session.get(Inbox, call.inbox_id)

@@ -21,11 +21,12 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock, isoformat_ms
-from mailbridge.errors import NotFound, ValidationError
+from mailbridge.errors import ValidationError
 from mailbridge.mail.attachments import AttachmentFetchError, FetchPolicy, fetch_attachment
 from mailbridge.services.inboxes._events import draft_sent
+from mailbridge.services.kernel import record_event
 from mailbridge.storage.pagination import Page, PageRequest, paginate
-from mailbridge.storage.queries import is_uuid
+from mailbridge.storage.queries import get_within
 from mailbridge.storage.tables import Inbox, InboxDraft, InboxDraftAttachment
 
 MAX_DRAFT_BYTES = 25 * 1024 * 1024
@@ -148,19 +149,27 @@ async def create_draft(
     await session.flush()
     if files:
         await _store_files(session, draft, files)
+    await draft_event(session, clock, draft, "inbox.draft.created")
     await session.commit()
     return draft
 
 
+async def draft_event(
+    session: AsyncSession, clock: Clock, draft: InboxDraft, type_: str, *, source: str = "api"
+) -> None:
+    """``inbox.draft.created``, ``.updated``, ``.deleted``: the draft without its bodies,
+    as the SDKs' webhook types have it."""
+    await session.flush()
+    files = (await draft_files(session, [draft.id]))[draft.id]
+    data = {
+        "source": source, "inbox_id": draft.inbox_id, "thread_id": draft.thread_id,
+        "draft_id": draft.id, "draft": {"object": "inbox_draft", **_draft_fields(draft, files)},
+    }  # fmt: skip
+    record_event(session, clock, draft.team_id, type_, data)
+
+
 async def get_draft(session: AsyncSession, inbox: Inbox, draft_id: str) -> InboxDraft:
-    draft = None
-    if is_uuid(draft_id):
-        draft = await session.scalar(
-            select(InboxDraft).where(InboxDraft.id == draft_id, InboxDraft.inbox_id == inbox.id)
-        )
-    if draft is None:
-        raise NotFound("Draft not found.")
-    return draft
+    return await get_within(session, InboxDraft, InboxDraft.inbox_id, inbox.id, draft_id, "Draft")
 
 
 async def list_drafts(session: AsyncSession, inbox: Inbox, page: PageRequest) -> Page[InboxDraft]:
@@ -181,11 +190,13 @@ async def update_draft(
     if files is not None:
         await _store_files(session, draft, files)
     draft.updated_at = clock.now()
+    await draft_event(session, clock, draft, "inbox.draft.updated")
     await session.commit()
     return draft
 
 
-async def delete_draft(session: AsyncSession, draft: InboxDraft) -> None:
+async def delete_draft(session: AsyncSession, clock: Clock, draft: InboxDraft) -> None:
+    await draft_event(session, clock, draft, "inbox.draft.deleted")
     await session.delete(draft)
     await session.commit()
 

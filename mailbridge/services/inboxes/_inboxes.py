@@ -20,6 +20,7 @@ from mailbridge.errors import Conflict, NotFound, ValidationError
 from mailbridge.mail.addresses import parse_recipient
 from mailbridge.services.domains import receiving_domain
 from mailbridge.services.inboxes._search import unindex_threads
+from mailbridge.services.kernel import record_event
 from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.queries import is_uuid
 from mailbridge.storage.tables import Inbox, InboxThread
@@ -78,8 +79,21 @@ async def create_inbox(
         created_at=now, updated_at=now,
     )  # fmt: skip
     session.add(inbox)
+    await session.flush()
+    _inbox_event(session, clock, inbox, "inbox.created", inbox_view(inbox, 0))
     await session.commit()
     return inbox
+
+
+def _inbox_event(
+    session: AsyncSession, clock: Clock, inbox: Inbox, type_: str, view: dict[str, Any] | None
+) -> None:
+    """``inbox.created``, ``inbox.updated``, ``inbox.deleted`` (with no view), as the
+    SDKs' webhook types have them."""
+    data: dict[str, Any] = {"source": "api", "inbox_id": inbox.id}
+    if view is not None:
+        data["inbox"] = view
+    record_event(session, clock, inbox.team_id, type_, data)
 
 
 async def find_inbox(session: AsyncSession, team_id: str, id_or_address: str) -> Inbox:
@@ -110,14 +124,17 @@ async def update_inbox(
     if "forwarding" in changes:
         inbox.forwarding = _flag(changes["forwarding"], "forwarding")
     inbox.updated_at = clock.now()
+    unread = (await unread_counts(session, [inbox.id])).get(inbox.id, 0)
+    _inbox_event(session, clock, inbox, "inbox.updated", inbox_view(inbox, unread))
     await session.commit()
     return inbox
 
 
-async def delete_inbox(session: AsyncSession, inbox: Inbox) -> None:
+async def delete_inbox(session: AsyncSession, clock: Clock, inbox: Inbox) -> None:
     """The inbox, its threads and labels; the received mail stays under /emails/receiving."""
     threads = await session.scalars(select(InboxThread.id).where(InboxThread.inbox_id == inbox.id))
     await unindex_threads(session, list(threads))
+    _inbox_event(session, clock, inbox, "inbox.deleted", None)
     await session.delete(inbox)
     await session.commit()
 

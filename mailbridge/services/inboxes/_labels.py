@@ -11,9 +11,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock, isoformat_ms
-from mailbridge.errors import Conflict, NotFound, ValidationError
+from mailbridge.errors import Conflict, ValidationError
 from mailbridge.services.inboxes._events import Snapshot, thread_updated
-from mailbridge.storage.queries import is_uuid
+from mailbridge.storage.queries import get_within
 from mailbridge.storage.tables import Inbox, InboxLabel, InboxThread, InboxThreadLabel
 
 COLOR = re.compile(r"#[0-9A-Fa-f]{6}")
@@ -63,14 +63,7 @@ async def list_labels(session: AsyncSession, inbox: Inbox) -> list[InboxLabel]:
 
 
 async def get_label(session: AsyncSession, inbox: Inbox, label_id: str) -> InboxLabel:
-    label = None
-    if is_uuid(label_id):
-        label = await session.scalar(
-            select(InboxLabel).where(InboxLabel.id == label_id, InboxLabel.inbox_id == inbox.id)
-        )
-    if label is None:
-        raise NotFound("Label not found.")
-    return label
+    return await get_within(session, InboxLabel, InboxLabel.inbox_id, inbox.id, label_id, "Label")
 
 
 async def update_label(

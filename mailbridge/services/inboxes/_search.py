@@ -26,6 +26,7 @@ from sqlalchemy import bindparam, literal_column, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.errors import ValidationError
+from mailbridge.storage.queries import is_postgres
 from mailbridge.storage.tables import SEARCH_TABLE, InboxThread
 
 MAX_QUERY_WORDS = 20
@@ -46,10 +47,6 @@ def _words(query: str | None) -> list[str]:
     if len(words) > MAX_QUERY_WORDS:
         raise ValidationError(f"`query` takes at most {MAX_QUERY_WORDS} words.")
     return [word.lower() for word in words]
-
-
-def _postgres(session: AsyncSession) -> bool:
-    return session.get_bind().dialect.name == "postgresql"
 
 
 def plain_text(text_part: str | None, html: str | None) -> str:
@@ -91,7 +88,7 @@ def _match(
     """The conditions over ``inbox_search`` beside the inbox, and their parameters."""
     parameters: dict[str, Any] = {}
     clauses: list[str] = []
-    if _postgres(session):
+    if is_postgres(session):
         if words:
             *whole, last = words
             parameters["tsquery"] = " & ".join([*whole, f"{last}:*"])
@@ -128,7 +125,7 @@ class Match:
         # every matching row (an FTS5 UNINDEXED column).
         self.where = where
         self.parameters = parameters
-        if _postgres(session):
+        if is_postgres(session):
             self.order = "ts_rank(document, to_tsquery('simple', :tsquery)) DESC" if words else "1"
         else:
             self.order = "rank"

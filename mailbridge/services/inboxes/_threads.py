@@ -17,14 +17,14 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.clock import Clock, isoformat_ms
-from mailbridge.errors import NotFound, ValidationError
+from mailbridge.errors import ValidationError
 from mailbridge.services.inboxes._events import Snapshot, thread_updated
 from mailbridge.services.inboxes._labels import labels_of
 from mailbridge.services.inboxes._search import unindex_threads
 from mailbridge.services.inboxes._threading import message_ids
 from mailbridge.storage.database import Database
 from mailbridge.storage.pagination import Page, PageRequest, paginate
-from mailbridge.storage.queries import is_uuid
+from mailbridge.storage.queries import get_within, is_uuid
 from mailbridge.storage.tables import (
     Email,
     Inbox,
@@ -92,14 +92,9 @@ async def list_threads(
 
 
 async def get_thread(session: AsyncSession, inbox: Inbox, thread_id: str) -> InboxThread:
-    thread = None
-    if is_uuid(thread_id):
-        thread = await session.scalar(
-            select(InboxThread).where(InboxThread.id == thread_id, InboxThread.inbox_id == inbox.id)
-        )
-    if thread is None:
-        raise NotFound("Thread not found.")
-    return thread
+    return await get_within(
+        session, InboxThread, InboxThread.inbox_id, inbox.id, thread_id, "Thread"
+    )
 
 
 async def update_thread(
@@ -231,15 +226,9 @@ async def list_messages(
 async def get_message(
     session: AsyncSession, thread: InboxThread, message_id: str
 ) -> dict[str, Any]:
-    message = None
-    if is_uuid(message_id):
-        message = await session.scalar(
-            select(InboxMessage).where(
-                InboxMessage.id == message_id, InboxMessage.thread_id == thread.id
-            )
-        )
-    if message is None:
-        raise NotFound("Email not found in this thread.")
+    message = await get_within(
+        session, InboxMessage, InboxMessage.thread_id, thread.id, message_id, "Email"
+    )
     return (await message_views(session, [message]))[message.id]
 
 

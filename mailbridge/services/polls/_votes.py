@@ -31,6 +31,7 @@ from mailbridge.services.kernel import record_event
 from mailbridge.services.polls._links import Ballot, read_vote_token
 from mailbridge.services.polls._polls import get_poll, is_closed
 from mailbridge.storage.pagination import Page, PageRequest, paginate
+from mailbridge.storage.queries import is_postgres
 from mailbridge.storage.tables import Poll, PollVote
 from mailbridge.storage.types import new_id
 
@@ -94,7 +95,7 @@ async def cast_vote(session: AsyncSession, clock: Clock, secret: bytes, token: s
     label = poll.options[ballot.option]
     voter = ballot.voter.key
     mine = (PollVote.poll_id == poll.id, PollVote.voter == voter)
-    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    insert = pg_insert if is_postgres(session) else sqlite_insert
     row = {
         "id": new_id(), "poll_id": poll.id, "team_id": poll.team_id, "voter": voter,
         "contact_id": ballot.voter.contact_id, "email": email, "option": ballot.option,

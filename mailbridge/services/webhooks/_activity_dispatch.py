@@ -35,6 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailbridge.services.kernel import ServiceContext
 from mailbridge.services.webhooks._fanout import WebhookFanout
+from mailbridge.storage.queries import locked
 from mailbridge.storage.tables import ActivityEvent
 
 logger = logging.getLogger(__name__)
@@ -105,8 +106,7 @@ async def claim_undispatched(
         .order_by(ActivityEvent.created_at, ActivityEvent.id)
         .limit(limit)
     )
-    if session.get_bind().dialect.name == "postgresql":
-        pending = pending.with_for_update(skip_locked=True)
+    pending = locked(pending, session, skip_locked=True)
     return await _stamp(session, ActivityEvent.id.in_(pending.scalar_subquery()), now)
 
 

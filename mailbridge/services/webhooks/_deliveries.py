@@ -39,7 +39,7 @@ from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import NotFound, ValidationError
 from mailbridge.services.delivery import RetryPolicy
 from mailbridge.storage.pagination import Page, PageRequest, paginate
-from mailbridge.storage.queries import is_uuid, table_of
+from mailbridge.storage.queries import is_uuid, locked, table_of
 from mailbridge.storage.tables import Webhook, WebhookDelivery
 from mailbridge.storage.types import new_id
 
@@ -95,10 +95,6 @@ class DeliveryOutcome:
         }
 
 
-def _is_postgres(session: AsyncSession) -> bool:
-    return session.get_bind().dialect.name == "postgresql"
-
-
 # --- claiming ------------------------------------------------------------------------
 
 
@@ -125,8 +121,7 @@ async def claim_due_deliveries(
         .order_by(WebhookDelivery.due_at)
         .limit(limit)
     )
-    if _is_postgres(session):
-        due = due.with_for_update(skip_locked=True)
+    due = locked(due, session, skip_locked=True)
     table = table_of(WebhookDelivery)
     claimed = (
         await session.execute(

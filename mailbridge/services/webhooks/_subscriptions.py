@@ -63,9 +63,11 @@ CAMPAIGN_EVENTS = ("campaign.sent", "campaign.ab_decided")
 POLL_EVENTS = ("poll.voted",)
 # Recorded by services.inboxes (their data: README "Inboxes", services.inboxes._events).
 INBOX_EVENTS = (
-    "inbox.thread.created", "inbox.email.received", "inbox.email.sent", "inbox.thread.updated",
+    "inbox.created", "inbox.updated", "inbox.deleted", "inbox.thread.created",
+    "inbox.email.received", "inbox.email.sent", "inbox.thread.updated",
     "inbox.thread.folder.updated", "inbox.thread.assigned", "inbox.thread.unassigned",
-    "inbox.thread.labels.updated", "inbox.draft.sent",
+    "inbox.thread.labels.updated", "inbox.draft.created", "inbox.draft.updated",
+    "inbox.draft.sent", "inbox.draft.deleted",
 )  # fmt: skip
 WEBHOOK_EVENTS: tuple[str, ...] = (
     *EMAIL_EVENTS, *CONTACT_EVENTS, *DOMAIN_EVENTS, *AUTOMATION_RUN_EVENTS, *CAMPAIGN_EVENTS,
