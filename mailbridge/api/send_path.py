@@ -88,13 +88,15 @@ async def answer_send(
 
 
 async def send_composed(
-    request: Request, principal: Principal, body: dict[str, Any]
-) -> emails.SendAnswer:
+    request: Request, principal: Principal, body: dict[str, Any], *,
+    idempotency_key: str | None = None,
+) -> emails.SendAnswer:  # fmt: skip
     """One email a route composed itself (an inbox's reply, forward or draft) through the
-    same path as ``POST /emails``, with the request's ``Idempotency-Key``."""
+    same path as ``POST /emails``, with the request's ``Idempotency-Key`` (or the route's
+    own ``idempotency_key``)."""
     return await answer_send(
         request.app.state.context, request.app.state.email_writer, principal, body,
-        batch=False, idempotency_key=request.headers.get("idempotency-key"),
+        batch=False, idempotency_key=idempotency_key or request.headers.get("idempotency-key"),
     )  # fmt: skip
 
 

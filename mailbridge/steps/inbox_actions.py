@@ -118,7 +118,8 @@ class ForwardThread(InboxAction):
 
 class DraftReply(InboxAction):
     """Public ``{template: {id}, variables?}``; stored with the template's subject, html
-    and text snapshotted (as ``send_email`` does); rendered for the run's contact."""
+    and text snapshotted (as ``send_email`` does); rendered for the run's contact. The
+    draft's subject is the reply's ("Re: " and the thread's), not the template's."""
 
     name: ClassVar[str] = "draft_reply"
     stored_name: ClassVar[str] = "draft_reply"
@@ -158,8 +159,9 @@ class DraftReply(InboxAction):
             key: resolve_value(value, data)
             for key, value in (config.get("variables") or {}).items()
         }
+        # No subject: a reply keeps the thread's ("Re: ..."), which mail clients thread by.
         return {
-            "subject": render(config.get("subject"), variables, contact=contact) or None,
+            "subject": None,
             "html": render(config.get("html"), variables, contact=contact, html=True) or None,
             "text": render(config.get("text"), variables, contact=contact) or None,
         }

@@ -6,10 +6,16 @@
 
 from __future__ import annotations
 
+import base64
+from datetime import UTC, datetime, timedelta
+from email.message import EmailMessage
 from typing import Any
 
 from sqlalchemy import select
 
+from mailbridge.clock import FakeClock
+from mailbridge.runner.delivery import DeliveryWorker
+from mailbridge.services import inboxes
 from mailbridge.services.accounts import Role
 from mailbridge.storage.tables import ActivityEvent, Email, EmailAttachment
 from tests.integration.automation_setup import engine, install, runs
@@ -99,7 +105,7 @@ async def test_every_change_to_a_thread_is_an_event_and_none_starts_a_run(inbox:
     inbox_id = await support_inbox(inbox)
     await write(inbox, "Question", Message_ID="<q1@corp.io>")
     await engine(context).run_due()
-    [thread] = await threads(inbox, "?folder=archive")
+    [thread] = await threads(inbox, "?folders=archive")
     base = f"/inboxes/{SUPPORT}/threads/{thread['id']}"
     assert (await inbox.client.patch(base, json={"read": True})).status_code == 200
     labels = await inbox.client.get(f"/inboxes/{SUPPORT}/labels")
@@ -164,6 +170,8 @@ async def test_assigning_a_thread_tells_who_had_it(inbox: Inbox) -> None:
 async def test_inboxes_and_drafts_tell_webhooks_as_the_sdks_types_have_it(inbox: Inbox) -> None:
     inbox_id = await support_inbox(inbox)
     await inbox.client.patch(f"/inboxes/{SUPPORT}", json={"from_name": "Shop Support"})
+    nothing = await inbox.client.patch(f"/inboxes/{SUPPORT}", json={})
+    assert nothing.status_code == 422  # a change asks for something to change; no event
     draft = await inbox.client.post(f"/inboxes/{SUPPORT}/drafts", json={"subject": "Soon"})
     draft_id = draft.json()["id"]
     await inbox.client.patch(f"/inboxes/{SUPPORT}/drafts/{draft_id}", json={"text": "Later"})
@@ -186,3 +194,105 @@ async def test_inboxes_and_drafts_tell_webhooks_as_the_sdks_types_have_it(inbox:
         ("inbox.draft.updated", draft_id, "Soon", False),
         ("inbox.draft.deleted", draft_id, "Soon", False),
     ]
+
+
+async def test_a_threads_files_sent_and_received_come_with_download_links(inbox: Inbox) -> None:
+    await support_inbox(inbox)
+    question = letter(to=SUPPORT)
+    question.add_attachment(b"photo bytes", maintype="image", subtype="png", filename="a.png")
+    await inbox.deliver(question, SUPPORT)
+    await filed(inbox)
+    [thread] = await threads(inbox)
+    base = f"/inboxes/{SUPPORT}/threads/{thread['id']}/emails"
+    [received] = (await inbox.client.get(base)).json()["data"]
+    receipt = base64.b64encode(b"receipt bytes").decode()
+    reply = await inbox.client.post(
+        f"{base}/{received['id']}/reply",
+        json={"text": "Here is your receipt.", "attachments": [
+            {"filename": "receipt.txt", "content": receipt, "content_type": "text/plain"}]},
+    )  # fmt: skip
+    assert reply.status_code == 200, reply.text
+    async with DeliveryWorker(inbox.context) as worker:  # the file outbox
+        assert await worker.deliver_due() == 1
+    await filed(inbox)  # filed into the thread on its email.sent
+
+    listed = (await inbox.client.get(base)).json()["data"]
+    files = {
+        message["direction"]: [(each["filename"], each["size"]) for each in message["attachments"]]
+        for message in listed
+    }
+    assert files == {"inbound": [("a.png", 11)], "outbound": [("receipt.txt", 13)]}
+    public = inbox.context.settings.public_url
+    for message, content in zip(listed, (b"receipt bytes", b"photo bytes"), strict=True):
+        [item] = message["attachments"]
+        got = await inbox.client.get(item["download_url"].removeprefix(public))
+        assert (got.status_code, got.content) == (200, content), item
+        assert item["expires_at"]
+    one = await inbox.client.get(f"{base}/{listed[0]['id']}")
+    assert one.json()["attachments"][0]["download_url"]
+
+
+async def test_the_trash_is_emptied_after_its_retention(inbox: Inbox) -> None:
+    await support_inbox(inbox)
+    await write(inbox, "Old news")
+    await write(inbox, "Fresh news")
+    by_subject = {thread["subject"]: thread["id"] for thread in await threads(inbox)}
+    for subject in by_subject:
+        await inbox.client.delete(f"/inboxes/{SUPPORT}/threads/{by_subject[subject]}")
+    later = FakeClock(datetime.now(UTC) + timedelta(days=30, minutes=1))
+    trashed = await inboxes.empty_trash(inbox.context.database, later, timedelta(days=31))
+    assert trashed == 0  # not yet a month and a day
+    later.advance(timedelta(days=1))
+    assert await inboxes.empty_trash(inbox.context.database, later, timedelta(days=31)) == 2
+    assert await threads(inbox, "?folders=trash") == []
+    assert len(await inbox.rows()) == 2  # the mail itself stays under /emails/receiving
+
+
+def plain(text: str, message_id: str, **headers: str) -> EmailMessage:
+    message = EmailMessage()
+    message["From"], message["To"], message["Subject"] = "Ann <ann@corp.io>", SUPPORT, "Order 9"
+    message["Message-ID"] = message_id
+    for name, value in headers.items():
+        message[name.replace("_", "-")] = value
+    message.set_content(text)
+    return message
+
+
+async def test_a_condition_routes_on_the_messages_text_and_the_threads_labels(
+    inbox: Inbox,
+) -> None:
+    """The event carries the text and the thread's labels: the first message about a
+    refund labels its thread; the customer's next message in it is routed by that label."""
+    context, team_id = inbox.context, inbox.tenant.team_id
+    automation_id = await install(
+        context, team_id,
+        [{"key": "start", "type": "trigger", "config": {"event_name": "inbox.email.received"}},
+         {"key": "known", "type": "condition",
+          "config": {"type": "rule", "field": "event.labels", "operator": "contains",
+                     "value": "Refunds"}},
+         {"key": "refund", "type": "condition",
+          "config": {"type": "rule", "field": "event.text", "operator": "contains",
+                     "value": "refund"}},
+         {"key": "tag", "type": "add_labels", "config": {"labels": ["Refunds"]}},
+         {"key": "escalate", "type": "add_labels", "config": {"labels": ["Second ask"]}}],
+        [{"from": "start", "to": "known"},
+         {"from": "known", "to": "escalate", "type": "condition_met"},
+         {"from": "known", "to": "refund", "type": "condition_not_met"},
+         {"from": "refund", "to": "tag", "type": "condition_met"}],
+    )  # fmt: skip
+    await support_inbox(inbox)
+    await inbox.deliver(plain("Hello, I would like a refund for order 9.", "<r1@corp.io>"), SUPPORT)
+    await filed(inbox)
+    await engine(context).run_due()
+    [thread] = await threads(inbox)
+    assert [label["name"] for label in thread["labels"]] == ["Refunds"]
+
+    await inbox.deliver(plain("Any news?", "<r2@corp.io>", In_Reply_To="<r1@corp.io>"), SUPPORT)
+    await filed(inbox)
+    await engine(context).run_due()
+    [same] = await threads(inbox)
+    assert [label["name"] for label in same["labels"]] == ["Refunds", "Second ask"]
+    assert all(run.status == "completed" for run in await runs(context, automation_id))
+    [told] = [each for each in await events(inbox, "inbox.email.received")
+              if each["text"].startswith("Any news?")]  # fmt: skip
+    assert told["labels"] == ["Refunds"] and told["thread_id"] == thread["id"]

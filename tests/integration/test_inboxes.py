@@ -6,6 +6,7 @@ marks and labels — the routes the official SDKs' ``inboxes`` methods call."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import email
 import email.message
@@ -19,7 +20,7 @@ from mailbridge.runner.activity import ActivityDispatcher
 from mailbridge.runner.delivery import DeliveryWorker
 from mailbridge.services.accounts import Role
 from mailbridge.services.webhooks import default_consumers
-from mailbridge.storage.tables import ActivityEvent, Contact
+from mailbridge.storage.tables import ActivityEvent, Contact, Email
 from tests.integration.automation_setup import engine, install, published_template, runs
 from tests.integration.test_dashboard import add_member, csrf_of, sign_in
 from tests.integration.test_inbound import Inbox, dns, inbox, letter  # noqa: F401
@@ -329,17 +330,29 @@ async def test_drafts_are_written_kept_and_sent(inbox: Inbox) -> None:
     half = await inbox.client.post(drafts, json={"thread_id": thread["id"], "text": "x"})
     assert half.status_code == 422
 
-    sent = await inbox.client.post(
-        f"{drafts}/{draft_id}/send", json={"headers": {"X-Ticket": "42"}},
-        headers={"Idempotency-Key": "send-1"},
-    )  # fmt: skip
-    assert sent.status_code == 200, sent.text
-    again = await inbox.client.post(
-        f"{drafts}/{draft_id}/send", json={"headers": {"X-Ticket": "42"}},
-        headers={"Idempotency-Key": "send-1"},
-    )  # fmt: skip
-    assert again.json()["id"] == sent.json()["id"]  # a repeat after a lost answer: one email
+    forged = await inbox.client.post(
+        f"{drafts}/{draft_id}/send", json={"headers": {"in-reply-to": "<x@corp.io>"}}
+    )
+    assert forged.status_code == 422 and "In-Reply-To" in forged.json()["message"]
+    # Two sends of the draft at once make one email: the second waits its turn (409) or
+    # is answered with the first's id.
+    first, second = await asyncio.gather(*(
+        inbox.client.post(f"{drafts}/{draft_id}/send", json={"headers": {"X-Ticket": "42"}},
+                          headers={"Idempotency-Key": key})
+        for key in ("send-1", "send-2")
+    ))  # fmt: skip
+    assert sorted([first.status_code, second.status_code]) in ([200, 200], [200, 409])
+    sent = first if first.status_code == 200 else second
+    for key in ("send-1", "send-3"):  # a repeat after a lost answer, whatever its key
+        again = await inbox.client.post(
+            f"{drafts}/{draft_id}/send", json={"headers": {"X-Ticket": "42"}},
+            headers={"Idempotency-Key": key},
+        )  # fmt: skip
+        assert again.status_code == 200 and again.json()["id"] == sent.json()["id"]
     assert (await inbox.client.post(f"{drafts}/{draft_id}/send")).status_code == 422
+    async with inbox.context.database.session() as session:
+        mailed = await session.scalars(select(Email.id).where(Email.subject == "Your invoice"))
+        assert list(mailed) == [sent.json()["id"]]  # one email, however often it was sent
     assert (await inbox.client.get(f"{drafts}/{draft_id}")).json()["email_id"] == sent.json()["id"]
     email = (await inbox.client.get(f"/emails/{sent.json()['id']}")).json()
     assert email["from"] == "support@shop.io" and email["cc"] == ["cy@corp.io"]
@@ -495,7 +508,7 @@ async def test_the_conversation_an_automation_prepares_and_a_member_sends(
     [draft] = (await inbox.client.get(f"/inboxes/{SUPPORT}/drafts")).json()["data"]
     assert draft["type"] == "reply" and draft["thread_id"] == thread["id"]
     full = (await inbox.client.get(f"/inboxes/{SUPPORT}/drafts/{draft['id']}")).json()
-    assert full["text"] == "Plan gold" and full["subject"] == "Welcome"
+    assert full["text"] == "Plan gold" and full["subject"] is None  # the reply's, when sent
     assert "ann@corp.io" in full["html"]
 
     # The member opens the thread in the dashboard and sends the draft with its button.
@@ -513,10 +526,11 @@ async def test_the_conversation_an_automation_prepares_and_a_member_sends(
             assert await worker.deliver_due() == 1
         [reply] = listener.messages()
     assert reply.rcpt_tos == ["ann@corp.io"] and reply.header("In-Reply-To") == "<o77@corp.io>"
+    assert reply.header("Subject") == "Re: Where is order 77?"
     await filed(inbox)
     await inbox.client.patch(f"/inboxes/{SUPPORT}/threads/{thread['id']}", json={"read": True})
 
-    await write(inbox, "Re: Welcome", In_Reply_To=reply.message_id)
+    await write(inbox, "Re: Where is order 77?", In_Reply_To=reply.message_id)
     [same] = await threads(inbox)
     assert same["id"] == thread["id"] and same["email_count"] == 3
     assert same["read"] is False and same["has_draft"] is False

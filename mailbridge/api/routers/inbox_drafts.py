@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request
-from fastapi.responses import Response
+from fastapi.responses import JSONResponse, Response
 
 from mailbridge.api.bodies import list_body
 from mailbridge.api.deps import ContextDep, PageDep, Reader, Sender, SessionDep, Writer
@@ -117,10 +117,13 @@ async def send_draft(
         inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)
         draft = await inboxes.get_draft(session, inbox, draft_id)
         files = (await inboxes.draft_files(session, [draft.id]))[draft.id]
-        if draft.email_id is not None and key is None:
-            # With the send's Idempotency-Key, a repeat (its answer lost) is answered
-            # with the email it sent; without one, it would send a second email.
-            raise ValidationError("The draft was sent already.")
+        send_key = f"inbox-draft:{draft.id}"
+        if draft.email_id is not None:
+            # With an Idempotency-Key, a repeat (its answer lost) is answered with the
+            # email it sent; without one, the caller is told. Never a second email.
+            if key is None:
+                raise ValidationError("The draft was sent already.")
+            return JSONResponse({"id": draft.email_id})
         if draft.reply_to_email_id and draft.thread_id:
             thread = await inboxes.get_thread(session, inbox, draft.thread_id)
             original = await inboxes.get_message(session, thread, draft.reply_to_email_id)
@@ -136,7 +139,10 @@ async def send_draft(
         else:
             payload = inboxes.send_payload(draft, files, headers)
             payload["from"] = inboxes.sender(inbox)
-    answer = await send_composed(request, principal, payload)
+    # The draft's own key, whatever the caller's: two sends of one draft at once, or a
+    # send retried after its answer was lost, make one email (the second waits or is
+    # answered with the first's id).
+    answer = await send_composed(request, principal, payload, idempotency_key=send_key)
     if answer.status == 200 and isinstance(answer.body, dict) and "id" in answer.body:
         async with context.database.session() as session:
             inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)

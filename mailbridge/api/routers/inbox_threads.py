@@ -16,7 +16,7 @@ from mailbridge.api.send_path import answer_response, send_composed
 from mailbridge.errors import ValidationError
 from mailbridge.services import inboxes
 from mailbridge.services.accounts import Principal
-from mailbridge.services.kernel import ServiceContext
+from mailbridge.services.kernel import ServiceContext, instance_secret
 from mailbridge.storage.tables import Inbox, InboxLabel, InboxThread
 
 router = APIRouter(tags=["inboxes"])
@@ -127,13 +127,19 @@ async def delete_thread(
     return {"object": "inbox_thread", "id": thread_id, "deleted": True}
 
 
+async def _links(context: ServiceContext) -> inboxes.Links:
+    secret = await instance_secret(context.database, context.settings)
+    return inboxes.Links(context.settings.public_url, secret, context.clock.now())
+
+
 @router.get("/inboxes/{inbox_ref}/threads/{thread_id}/emails")
 async def list_thread_emails(
-    inbox_ref: str, thread_id: str, principal: Reader, session: SessionDep, page: PageDep
-) -> dict[str, Any]:
+    inbox_ref: str, thread_id: str, principal: Reader, session: SessionDep, page: PageDep,
+    context: ContextDep,
+) -> dict[str, Any]:  # fmt: skip
     inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)
     thread = await inboxes.get_thread(session, inbox, thread_id)
-    found, views = await inboxes.list_messages(session, thread, page)
+    found, views = await inboxes.list_messages(session, thread, page, await _links(context))
     return {
         "object": "list",
         "has_more": found.has_more,
@@ -143,11 +149,12 @@ async def list_thread_emails(
 
 @router.get("/inboxes/{inbox_ref}/threads/{thread_id}/emails/{email_id}")
 async def get_thread_email(
-    inbox_ref: str, thread_id: str, email_id: str, principal: Reader, session: SessionDep
-) -> dict[str, Any]:
+    inbox_ref: str, thread_id: str, email_id: str, principal: Reader, session: SessionDep,
+    context: ContextDep,
+) -> dict[str, Any]:  # fmt: skip
     inbox = await inboxes.find_inbox(session, principal.team_id, inbox_ref)
     thread = await inboxes.get_thread(session, inbox, thread_id)
-    return await inboxes.get_message(session, thread, email_id)
+    return await inboxes.get_message(session, thread, email_id, await _links(context))
 
 
 async def _relabel(

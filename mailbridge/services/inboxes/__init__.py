@@ -64,6 +64,7 @@ from mailbridge.services.inboxes._labels import (
     unlabel_thread,
     update_label,
 )
+from mailbridge.services.inboxes._links import Links
 from mailbridge.services.inboxes._replies import reply_payload, sender
 from mailbridge.services.inboxes._search import Match, search_match, thread_filters
 from mailbridge.services.inboxes._threading import subject_key
@@ -91,6 +92,7 @@ __all__ = [
     "MAX_ACTIONS",
     "AgentRequest",
     "InboxFiler",
+    "Links",
     "Match",
     "act_on_thread",
     "agent_call_failed",

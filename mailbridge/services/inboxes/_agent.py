@@ -1,10 +1,9 @@
 """An inbox's agent settings: instructions, a tone and the actions it may take.
 
-Stored and answered as the SDKs shape them (``object: inbox_agent``). What acts on them
-— each new message offered to a classifier at ``MAILBRIDGE_INBOX_AGENT_URL`` and the
-allowed actions applied (a reply only ever as a draft) — is the next step of inboxes;
-until then the settings are kept and ``agent_url_configured`` says whether an agent
-would be called.
+Stored and answered as the SDKs shape them (``object: inbox_agent``);
+``agent_url_configured`` says whether an agent is called. What acts on them — each new
+message offered to the classifier at ``MAILBRIDGE_INBOX_AGENT_URL`` and the allowed
+actions applied (a reply only ever as a draft) — is ``_agent_calls``.
 """
 
 from __future__ import annotations

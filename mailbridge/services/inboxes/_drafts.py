@@ -24,6 +24,7 @@ from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import ValidationError
 from mailbridge.mail.attachments import AttachmentFetchError, FetchPolicy, fetch_attachment
 from mailbridge.services.inboxes._events import draft_sent
+from mailbridge.services.inboxes._replies import custom_headers
 from mailbridge.services.kernel import record_event
 from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.queries import get_within
@@ -287,7 +288,7 @@ def send_payload(
         if getattr(draft, field):
             payload[field] = getattr(draft, field)
     if headers is not None:
-        payload["headers"] = headers
+        payload["headers"] = custom_headers(headers)  # In-Reply-To & co. are not the caller's
     return payload
 
 

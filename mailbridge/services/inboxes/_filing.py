@@ -7,9 +7,11 @@ to a thread (``_threading``) in that transaction — so no message is filed twic
 lost, and the listener's hot path stays as it was. A new message makes its thread
 unread, brings an archived one back to the inbox folder, and records
 ``inbox.email.received`` (and ``inbox.thread.created`` for a new thread) for webhooks
-and automations. Reports (bounces, complaints) are not conversations: not filed. When
-an agent is configured and the inbox lets it act, the message is offered to it in the
-same transaction (``_agent_calls``).
+and automations, with what a ``condition`` step routes on: from, to, subject, the text
+(its first :data:`EVENT_TEXT` characters), the thread's labels, SPF/DKIM/DMARC.
+Reports (bounces, complaints) are not conversations: not filed. When an agent is
+configured and the inbox lets it act, the message is offered to it in the same
+transaction (``_agent_calls``).
 
 An email the team sends from an inbox's address — a reply made with the inbox's routes,
 or any ``POST /emails`` from that address — is filed when it goes out (its first
@@ -28,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mailbridge.clock import Clock
 from mailbridge.mail.addresses import domain_of, parse_recipient
 from mailbridge.services.inboxes._agent_calls import agent_asked, offer_to_agent
+from mailbridge.services.inboxes._labels import labels_of
 from mailbridge.services.inboxes._search import index_message, plain_text
 from mailbridge.services.inboxes._threading import (
     message_ids,
@@ -48,6 +51,9 @@ from mailbridge.storage.tables import (
 )
 
 FILED_KINDS = frozenset({"message", "reply", "auto_reply"})
+# Characters of a message's text its events carry (a condition step routes on it; the
+# whole message is a GET away).
+EVENT_TEXT = 10_000
 # A new message brings its thread back from these folders (spam and trash keep it).
 RETURNS_FROM = frozenset({"archive", "sent"})
 
@@ -84,6 +90,12 @@ def _email_ids(events: Sequence[ActivityEvent], event_type: str) -> list[str]:
         and isinstance(event.data, dict)
         and isinstance(event.data.get("email_id"), str)
     ]
+
+
+async def _label_names(session: AsyncSession, thread: InboxThread, created: bool) -> list[str]:
+    if created:  # a new thread has none yet
+        return []
+    return [label.name for label in (await labels_of(session, [thread.id]))[thread.id]]
 
 
 async def _inboxes(session: AsyncSession, addresses: set[str]) -> dict[str, Inbox]:
@@ -168,6 +180,8 @@ async def file_sent(
     data: dict[str, Any] = {
         "source": "api", "inbox_id": inbox.id, "thread_id": thread.id, "email_id": email.id,
         "from": email.from_address, "to": list(email.to or []), "subject": email.subject,
+        "text": plain_text(email.text, email.html)[:EVENT_TEXT],
+        "labels": await _label_names(session, thread, created),
     }  # fmt: skip
     if created:
         record_event(session, clock, inbox.team_id, "inbox.thread.created", data)
@@ -221,6 +235,8 @@ async def file_received(
     data: dict[str, Any] = {
         "source": "system", "inbox_id": inbox.id, "thread_id": thread.id, "email_id": row.id,
         "from": row.from_address, "to": list(row.to or []), "subject": row.subject,
+        "text": plain_text(row.text, row.html)[:EVENT_TEXT],
+        "labels": await _label_names(session, thread, created),
         "spf": row.spf, "dkim": row.dkim, "dmarc": row.dmarc,
     }  # fmt: skip
     if created:

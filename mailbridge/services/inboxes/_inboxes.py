@@ -117,6 +117,8 @@ async def update_inbox(
 ) -> Inbox:
     if "email_address" in changes and changes["email_address"] != inbox.email_address:
         raise ValidationError("`email_address` cannot be changed; create another inbox.")
+    if not changes.keys() & {"name", "from_name", "forwarding"}:
+        raise ValidationError("Give `name`, `from_name` or `forwarding`.")
     if changes.get("name") is not None:
         inbox.name = _text(changes["name"], "name", MAX_NAME_LENGTH) or inbox.email_address
     if "from_name" in changes:

@@ -20,6 +20,7 @@ from mailbridge.clock import Clock, isoformat_ms
 from mailbridge.errors import ValidationError
 from mailbridge.services.inboxes._events import Snapshot, thread_updated
 from mailbridge.services.inboxes._labels import labels_of
+from mailbridge.services.inboxes._links import Links
 from mailbridge.services.inboxes._search import unindex_threads
 from mailbridge.services.inboxes._threading import message_ids
 from mailbridge.storage.database import Database
@@ -27,6 +28,7 @@ from mailbridge.storage.pagination import Page, PageRequest, paginate
 from mailbridge.storage.queries import get_within, is_uuid
 from mailbridge.storage.tables import (
     Email,
+    EmailAttachment,
     Inbox,
     InboxLabel,
     InboxMessage,
@@ -215,21 +217,22 @@ def label_summary(label: InboxLabel) -> dict[str, Any]:
 
 
 async def list_messages(
-    session: AsyncSession, thread: InboxThread, page: PageRequest
+    session: AsyncSession, thread: InboxThread, page: PageRequest, links: Links | None = None
 ) -> tuple[Page[InboxMessage], dict[str, dict[str, Any]]]:
-    """A page of the thread's messages, and each one's view."""
+    """A page of the thread's messages, and each one's view (``links``: its files'
+    download links)."""
     query = select(InboxMessage).where(InboxMessage.thread_id == thread.id)
     found = await paginate(session, query, _MESSAGES, page)
-    return found, await message_views(session, found.items)
+    return found, await message_views(session, found.items, links)
 
 
 async def get_message(
-    session: AsyncSession, thread: InboxThread, message_id: str
+    session: AsyncSession, thread: InboxThread, message_id: str, links: Links | None = None
 ) -> dict[str, Any]:
     message = await get_within(
         session, InboxMessage, InboxMessage.thread_id, thread.id, message_id, "Email"
     )
-    return (await message_views(session, [message]))[message.id]
+    return (await message_views(session, [message], links))[message.id]
 
 
 async def message_references(session: AsyncSession, message_id: str) -> list[str]:
@@ -245,10 +248,21 @@ async def message_references(session: AsyncSession, message_id: str) -> list[str
     return message_ids(headers.get("references"), headers.get("in-reply-to"))
 
 
+def _file(
+    attachment_id: str, filename: str | None, size: int | None, link: tuple[str | None, str | None]
+) -> dict[str, Any]:
+    url, expires_at = link
+    item: dict[str, Any] = {"id": attachment_id, "filename": filename, "size": size}
+    if url is not None:
+        item["download_url"], item["expires_at"] = url, expires_at
+    return item
+
+
 async def message_views(
-    session: AsyncSession, messages: Sequence[InboxMessage]
+    session: AsyncSession, messages: Sequence[InboxMessage], links: Links | None = None
 ) -> dict[str, dict[str, Any]]:
-    """Each message as the SDK's ``InboxMessage``, from the row it views."""
+    """Each message as the SDK's ``InboxMessage``, from the row it views; with ``links``,
+    each file (received or sent) has a signed ``download_url`` that works for an hour."""
     inbound = [each.id for each in messages if each.direction == "inbound"]
     outbound = [each.id for each in messages if each.direction == "outbound"]
     received = {
@@ -259,13 +273,24 @@ async def message_views(
         row.id: row for row in await session.scalars(select(Email).where(Email.id.in_(outbound)))
     }
     attachments: dict[str, list[dict[str, Any]]] = {}
+    no_link: tuple[str | None, str | None] = (None, None)
     for item in await session.scalars(
         select(ReceivedAttachment)
         .where(ReceivedAttachment.received_email_id.in_(inbound))
         .order_by(ReceivedAttachment.position)
     ):
+        link = links.received(item.id) if links else no_link
         attachments.setdefault(item.received_email_id, []).append(
-            {"id": item.id, "filename": item.filename, "size": item.size}
+            _file(item.id, item.filename, item.size, link)
+        )
+    for sent_file in await session.scalars(
+        select(EmailAttachment)
+        .where(EmailAttachment.email_id.in_(outbound))
+        .order_by(EmailAttachment.created_at, EmailAttachment.id)
+    ):
+        link = links.sent(sent_file.id, sent_file.path) if links else no_link
+        attachments.setdefault(sent_file.email_id, []).append(
+            _file(sent_file.id, sent_file.filename, sent_file.size, link)
         )
     views: dict[str, dict[str, Any]] = {}
     for message in messages:
