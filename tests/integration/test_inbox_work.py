@@ -15,13 +15,16 @@ from sqlalchemy import select
 
 from mailbridge.clock import FakeClock
 from mailbridge.runner.delivery import DeliveryWorker
-from mailbridge.services import inboxes
+from mailbridge.runner.webhooks import WebhookWorker
+from mailbridge.services import inboxes, webhooks
 from mailbridge.services.accounts import Role
+from mailbridge.services.kernel import ServiceContext
 from mailbridge.storage.tables import ActivityEvent, Email, EmailAttachment
 from tests.integration.automation_setup import engine, install, runs
 from tests.integration.test_dashboard import add_member, sign_in
 from tests.integration.test_inbound import Inbox, dns, inbox, letter  # noqa: F401
 from tests.integration.test_inboxes import SUPPORT, filed, support_inbox, threads, write
+from tests.webhook_receiver import webhook_receiver
 
 
 async def events(inbox: Inbox, type_: str) -> list[dict[str, Any]]:
@@ -296,3 +299,39 @@ async def test_a_condition_routes_on_the_messages_text_and_the_threads_labels(
     [told] = [each for each in await events(inbox, "inbox.email.received")
               if each["text"].startswith("Any news?")]  # fmt: skip
     assert told["labels"] == ["Refunds"] and told["thread_id"] == thread["id"]
+
+
+async def test_a_subscriber_receives_the_inbox_events_signed(inbox: Inbox) -> None:
+    """Over a real loopback receiver: the filer's and a member's events reach the webhook
+    subscribed to them, signed, with the data the SDKs' types describe."""
+    settings = inbox.context.settings.model_copy(update={"webhook_allow_private": True})
+    context = ServiceContext(settings=settings, database=inbox.context.database,
+                             clock=inbox.context.clock)  # fmt: skip
+    await support_inbox(inbox)
+    with webhook_receiver() as receiver:
+        async with context.database.session() as session:
+            hook = await webhooks.create_webhook(
+                session, context.clock, settings, inbox.tenant.team_id, receiver.url(),
+                ["inbox.email.received", "inbox.thread.folder.updated"],
+            )  # fmt: skip
+            await session.commit()
+        await write(inbox, "Where is my parcel?")
+        [thread] = await threads(inbox)
+        await inbox.client.patch(f"/inboxes/{SUPPORT}/threads/{thread['id']}",
+                                 json={"folder": "archive"})  # fmt: skip
+        await filed(inbox)  # the activity dispatch fans the events out to the webhook
+        worker = WebhookWorker(context)
+        try:
+            await worker.deliver_due()
+        finally:
+            await worker.close()
+        received = receiver.wait_for(2)
+    payloads = sorted((request.payload for request in received), key=lambda each: each["type"])
+    assert all(request.signed_with(hook.secret) for request in received)
+    email, moved = payloads
+    assert email["type"] == "inbox.email.received"
+    assert email["data"]["thread_id"] == thread["id"] and email["data"]["subject"] == (
+        "Where is my parcel?"
+    )
+    assert moved["type"] == "inbox.thread.folder.updated"
+    assert (moved["data"]["from"], moved["data"]["to"]) == ("inbox", "archive")
