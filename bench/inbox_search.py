@@ -1,7 +1,7 @@
 """Search an inbox of 100,000 messages on SQLite (FTS5), beside a LIKE scan of the same
 rows measured in the same run.
 
-    .venv/bin/python -m bench.inbox_search [--messages 100000]
+    .venv/bin/python -m bench.inbox_search [--messages 100000] [--others 0]
 
 Seeds one inbox with ``--messages`` messages in threads of four (subjects, senders and
 bodies made of a 2,000-word vocabulary plus a few rare words), then times what
@@ -37,23 +37,35 @@ LETTERS = "abcdefghijklmnopqrstuvwxyz"
 RARE = ["zircon", "quokka", "marmalade", "tangerine", "obsidian"]
 
 
-async def seed(database: Database, count: int) -> tuple[Inbox, list[str]]:
+async def seed(database: Database, count: int, others: int) -> tuple[Inbox, list[str]]:
+    """The searched inbox with ``count`` messages, and another team's with ``others``
+    (the same words: its rows match the same queries, and are filtered out)."""
     rng = random.Random(7)
     # Words of 4 to 9 letters, like a language's (numbered words would share prefixes).
     vocabulary = ["".join(rng.choices(LETTERS, k=rng.randint(4, 9))) for _ in range(2000)]
+    inbox = await _seed_inbox(database, rng, vocabulary, "shop.io", count)
+    if others:
+        await _seed_inbox(database, rng, vocabulary, "other.io", others)
+    return inbox, vocabulary
+
+
+async def _seed_inbox(
+    database: Database, rng: random.Random, vocabulary: list[str], domain_name: str, count: int
+) -> Inbox:
     clock = SystemClock()
     now = datetime.now(UTC)
+    address = f"support@{domain_name}"
     async with database.session() as session:
-        team = await accounts.create_team(session, clock, "bench", "pro")
+        team = await accounts.create_team(session, clock, domain_name, "pro")
         domain = Domain(
-            id=new_id(), team_id=team.id, name="shop.io", status="verified", receiving=True,
+            id=new_id(), team_id=team.id, name=domain_name, status="verified", receiving=True,
             dkim_selector="mailbridge", dkim_private_key="", dkim_public_key="",
             created_at=now, updated_at=now,
         )  # fmt: skip
         session.add(domain)
         await session.flush()
         inbox = Inbox(
-            id=new_id(), team_id=team.id, domain_id=domain.id, email_address="support@shop.io",
+            id=new_id(), team_id=team.id, domain_id=domain.id, email_address=address,
             name="Support", forwarding=False, agent_actions=[], created_at=now, updated_at=now,
         )  # fmt: skip
         session.add(inbox)
@@ -67,7 +79,7 @@ async def seed(database: Database, count: int) -> tuple[Inbox, list[str]]:
         threads.append({
             "id": thread_id, "team_id": team.id, "inbox_id": inbox.id, "subject": subject,
             "subject_key": subject, "correspondent_domain": "mail.net", "from_address": sender,
-            "to": ["support@shop.io"], "cc": [], "folder": "inbox", "read": False,
+            "to": [address], "cc": [], "folder": "inbox", "read": False,
             "email_count": 4, "has_attachment": False, "latest_at": at, "created_at": at,
             "updated_at": at,
         })  # fmt: skip
@@ -77,21 +89,21 @@ async def seed(database: Database, count: int) -> tuple[Inbox, list[str]]:
                 words.append(rng.choice(RARE))
             rows.append({
                 "message_id": new_id(), "thread_id": thread_id, "inbox_id": inbox.id,
-                "subject": subject, "sender": sender, "recipients": "support@shop.io",
-                "body": " ".join(words),
+                "subject": subject, "sender": sender, "recipients": address,
+                "body": " ".join(words), "scope": inboxes.search_scope(inbox.id),
             })  # fmt: skip
     async with database.session() as session:
         for chunk in range(0, len(threads), 5000):
             await session.execute(insert(InboxThread), threads[chunk : chunk + 5000])
         statement = text(
             "INSERT INTO inbox_search (message_id, thread_id, inbox_id, subject, sender, "
-            "recipients, body) VALUES (:message_id, :thread_id, :inbox_id, :subject, :sender, "
-            ":recipients, :body)"
+            "recipients, body, scope) VALUES (:message_id, :thread_id, :inbox_id, :subject, "
+            ":sender, :recipients, :body, :scope)"
         )
         for chunk in range(0, len(rows), 5000):
             await session.execute(statement, rows[chunk : chunk + 5000])
         await session.commit()
-    return inbox, vocabulary
+    return inbox
 
 
 def queries(vocabulary: list[str]) -> dict[str, dict[str, object]]:
@@ -135,16 +147,17 @@ async def timed(call: object, runs: int = 5) -> tuple[float, float, int]:
     return statistics.median(times), max(times), found
 
 
-async def measure(count: int) -> None:
+async def measure(count: int, others: int) -> None:
     with tempfile.TemporaryDirectory() as directory:
         url = f"sqlite+aiosqlite:///{Path(directory) / 'bench.db'}"
         await asyncio.to_thread(upgrade, url)
         database = Database(url)
         try:
             started = time.perf_counter()
-            inbox, vocabulary = await seed(database, count)
-            print(f"inbox search, {count:,} messages in {count // 4:,} threads, SQLite FTS5 "
-                  f"(seeded in {time.perf_counter() - started:.1f} s):")  # fmt: skip
+            inbox, vocabulary = await seed(database, count, others)
+            beside = f", another team's {others:,} beside" if others else ""
+            print(f"inbox search, {count:,} messages in {count // 4:,} threads{beside}, "
+                  f"SQLite FTS5 (seeded in {time.perf_counter() - started:.1f} s):")  # fmt: skip
             for name, query in queries(vocabulary).items():
                 median, worst, found = await timed(lambda q=query: search(database, inbox, q))
                 print(f"  {name:12} {median:7.1f} ms median, {worst:7.1f} ms worst  "
@@ -161,7 +174,11 @@ async def measure(count: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--messages", type=int, default=100_000)
-    asyncio.run(measure(parser.parse_args().messages))
+    parser.add_argument(
+        "--others", type=int, default=0, help="messages of another team's inbox beside it"
+    )
+    arguments = parser.parse_args()
+    asyncio.run(measure(arguments.messages, arguments.others))
 
 
 if __name__ == "__main__":

@@ -253,7 +253,8 @@ async def test_the_trash_is_emptied_after_its_retention(inbox: Inbox) -> None:
 
 def plain(text: str, message_id: str, **headers: str) -> EmailMessage:
     message = EmailMessage()
-    message["From"], message["To"], message["Subject"] = "Ann <ann@corp.io>", SUPPORT, "Order 9"
+    message["From"], message["Subject"] = "Ann <ann@corp.io>", "Order 9"
+    message["To"] = headers.pop("To", SUPPORT)
     message["Message-ID"] = message_id
     for name, value in headers.items():
         message[name.replace("_", "-")] = value
@@ -335,3 +336,24 @@ async def test_a_subscriber_receives_the_inbox_events_signed(inbox: Inbox) -> No
     )
     assert moved["type"] == "inbox.thread.folder.updated"
     assert (moved["data"]["from"], moved["data"]["to"]) == ("inbox", "archive")
+
+
+async def test_a_search_finds_only_its_own_inboxes_mail(inbox: Inbox) -> None:
+    """The index holds every inbox's messages; a search matches its inbox's alone (on
+    SQLite by the inbox's token in the FTS5 row, on PostgreSQL by ``inbox_id``)."""
+    await support_inbox(inbox)
+    sales = await inbox.client.post("/inboxes", json={"email_address": "sales@shop.io"})
+    assert sales.status_code == 201, sales.text
+    for to, text in ((SUPPORT, "my zeppelin broke"), ("sales@shop.io", "a zeppelin quote")):
+        await inbox.deliver(plain(text, f"<{to.split('@')[0]}@corp.io>", To=to), to)
+    await filed(inbox)
+
+    async def found(address: str, query: str) -> list[str]:
+        answer = await inbox.client.get(f"/inboxes/{address}/threads/search?query={query}")
+        assert answer.status_code == 200, answer.text
+        return [thread["subject"] for thread in answer.json()["data"]]
+
+    assert await found(SUPPORT, "zeppelin") == ["Order 9"]
+    assert await found("sales@shop.io", "zepp") == ["Order 9"]
+    assert await found(SUPPORT, "quote") == []  # sales@'s word
+    assert await found("sales@shop.io", "broke") == []

@@ -66,7 +66,12 @@ from mailbridge.services.inboxes._labels import (
 )
 from mailbridge.services.inboxes._links import Links
 from mailbridge.services.inboxes._replies import reply_payload, sender
-from mailbridge.services.inboxes._search import Match, search_match, thread_filters
+from mailbridge.services.inboxes._search import (
+    Match,
+    search_match,
+    search_scope,
+    thread_filters,
+)
 from mailbridge.services.inboxes._threading import subject_key
 from mailbridge.services.inboxes._threads import (
     FOLDERS,
@@ -139,6 +144,7 @@ __all__ = [
     "release_agent_calls",
     "reply_payload",
     "search_match",
+    "search_scope",
     "send_payload",
     "sender",
     "subject_key",
