@@ -68,10 +68,7 @@ def offer_to_agent(
 class AgentRequest:
     """A claimed call: what to POST, and what the answer applies to."""
 
-    call_id: str
-    team_id: str
-    thread_id: str
-    attempts: int  # before this one
+    call_id: str  # the request's event id too, the same on every try
     body: str  # the JSON request
 
 
@@ -110,9 +107,7 @@ async def claim_agent_calls(
         for call in calls:
             call.leased_by, call.lease_until = owner, now + lease
             body = await agent_request(session, call, now)
-            requests.append(
-                AgentRequest(call.id, call.team_id, call.thread_id, call.attempts, body)
-            )
+            requests.append(AgentRequest(call.id, body))
         await session.commit()
     return requests
 
