@@ -153,13 +153,15 @@ async def forward(
     email_id: Annotated[str, Form(max_length=100)] = "",
     to: Annotated[str, Form(max_length=2000)] = "",
     text: Annotated[str, Form(max_length=100_000)] = "",
+    attach_original: Annotated[str, Form(max_length=10)] = "",
 ) -> Response:  # fmt: skip
     back = _thread_href(inbox_ref, thread_id)
     recipients = [part.strip() for part in to.replace(";", ",").split(",") if part.strip()]
+    body = {"to": recipients, "text": text or None, "attach_original": bool(attach_original)}
     return await act(
         request, csrf, "POST",
         f"/inboxes/{inbox_ref}/threads/{thread_id}/emails/{email_id}/forward",
-        body={"to": recipients, "text": text or None}, back=back,
+        body=body, back=back,
         done=f"{back}?flash=Forward+queued",
     )  # fmt: skip
 

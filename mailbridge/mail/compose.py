@@ -302,9 +302,28 @@ def _attachment(attachment: AttachmentPart) -> Message:
         part["Content-ID"] = f"<{attachment.content_id.strip('<>')}>"
     else:
         part.add_header("Content-Disposition", "attachment", filename=filename)
+    if (attachment.content_type or "").split(";")[0].strip().lower() == "message/rfc822":
+        # RFC 2046 §5.2.1: a message/rfc822 body is 7bit, 8bit or binary, never base64 —
+        # only then do readers show it as a message. An original with 8-bit bytes or
+        # over-long lines (relays may not take them) goes as base64: still delivered,
+        # shown as a file.
+        text = _seven_bit(attachment.content)
+        if text is not None:
+            part["Content-Transfer-Encoding"] = "7bit"
+            part.set_payload(text)
+            return part
     part["Content-Transfer-Encoding"] = "base64"
     part.set_payload(base64.encodebytes(attachment.content).decode("ascii"))
     return part
+
+
+def _seven_bit(content: bytes) -> str | None:
+    """``content`` as 7bit text with CRLF line ends (the generator writes a message/*
+    payload as it is), if its lines are of at most 998 characters with no NUL; else None."""
+    if not content.isascii() or b"\0" in content:
+        return None
+    lines = content.decode("ascii").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return "\r\n".join(lines) if max(map(len, lines)) <= MAX_LINE else None
 
 
 def _multipart(subtype: str, parts: list[Message | str]) -> Message:

@@ -44,6 +44,7 @@ class ForwardConfig(BaseModel):
 
     to: list[str] = Field(min_length=1, max_length=50)  # addresses, checked as POST /emails does
     text: str | None = Field(default=None, max_length=10_000)  # a note above the forwarded message
+    attach_original: bool = False  # the received message attached whole (.eml), not inline
 
 
 class TemplateRef(BaseModel):

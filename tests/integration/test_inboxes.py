@@ -475,6 +475,37 @@ async def test_a_message_is_forwarded_with_its_files(inbox: Inbox) -> None:
     [pdf] = [part for part in parsed.walk() if part.get_filename() == "spec.pdf"]
     assert pdf.get_content() == b"%PDF-1.4 spec"
 
+    # Attached whole instead: the received bytes as message/rfc822, under the caller's words.
+    wrapped = await inbox.client.post(
+        f"{base}/{original['id']}/forward",
+        json={"to": ["sales@corp.io"], "text": "The customer's mail, attached.",
+              "attach_original": True},
+    )  # fmt: skip
+    assert wrapped.status_code == 200, wrapped.text
+    with smtp_listener() as listener:
+        provider = SmtpProvider(SmtpRelay.from_url(listener.url), pool_size=1)
+        async with DeliveryWorker(inbox.context, provider=provider) as worker:
+            assert await worker.deliver_due() == 1
+        [sent] = listener.messages()
+    parsed = email.message_from_bytes(sent.content, policy=email.policy.default)
+    assert isinstance(parsed, email.message.EmailMessage)
+    plain = parsed.get_body(("plain",))
+    assert plain is not None and plain.get_content().strip() == "The customer's mail, attached."
+    [attached] = [part for part in parsed.walk() if part.get_content_type() == "message/rfc822"]
+    assert attached.get_filename() == "forwarded_message.eml"
+    inner = attached.get_content()
+    assert inner["Subject"] == "Quote please" and inner["Message-ID"] == message["Message-ID"]
+    assert [part.get_content_type() for part in parsed.iter_parts()] == [
+        "text/plain", "message/rfc822",
+    ]  # fmt: skip
+    [inside] = [part for part in inner.walk() if part.get_filename() == "spec.pdf"]
+    assert inside.get_content() == b"%PDF-1.4 spec"  # the files travel inside the original
+    for bad in ({"attach_original": "yes"},):
+        refused = await inbox.client.post(
+            f"{base}/{original['id']}/forward", json={"to": ["sales@corp.io"], **bad}
+        )
+        assert refused.status_code == 422, refused.text
+
 
 async def test_the_conversation_an_automation_prepares_and_a_member_sends(
     inbox: Inbox,

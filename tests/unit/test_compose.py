@@ -230,3 +230,21 @@ def test_boundaries_differ_between_messages() -> None:
     found_first, found_second = boundary.search(first), boundary.search(second)
     assert found_first is not None and found_second is not None
     assert found_first.group(1) != found_second.group(1)
+
+
+def test_an_attached_message_goes_7bit_so_readers_open_it_else_base64() -> None:
+    original = b"From: ann@corp.io\r\nSubject: Hello\r\n\r\nPlain words\r\n"
+    raw = compose(
+        email(), [AttachmentPart("forwarded_message.eml", "message/rfc822", original)], date=DATE
+    )
+    message = parse(raw)
+    [attached] = [part for part in message.iter_parts() if part.get_filename()]
+    assert attached["Content-Transfer-Encoding"] == "7bit"
+    inner = attached.get_content()
+    assert inner["Subject"] == "Hello" and inner.get_content().strip() == "Plain words"
+    assert b"\r\n\r\nPlain words\r\n" in raw  # CRLF throughout, once
+
+    for odd in (original.replace(b"words", "wörds".encode()), b"x" * 1200):
+        raw = compose(email(), [AttachmentPart("m.eml", "message/rfc822", odd)], date=DATE)
+        [attached] = [part for part in parse(raw).iter_parts() if part.get_filename()]
+        assert attached["Content-Transfer-Encoding"] == "base64", odd[:20]

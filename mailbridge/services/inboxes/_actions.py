@@ -23,7 +23,11 @@ from mailbridge.clock import Clock
 from mailbridge.errors import ValidationError
 from mailbridge.services.inboxes._drafts import draft_event
 from mailbridge.services.inboxes._events import Snapshot, thread_updated
-from mailbridge.services.inboxes._forwards import forward_payload, original_files
+from mailbridge.services.inboxes._forwards import (
+    forward_payload,
+    original_files,
+    original_message,
+)
 from mailbridge.services.inboxes._labels import DEFAULT_COLOR
 from mailbridge.services.inboxes._threads import assignee, message_views
 from mailbridge.storage.tables import (
@@ -116,11 +120,16 @@ async def thread_forward(
     if message is None:
         return "the thread has no received message to forward"
     original = (await message_views(session, [message]))[message.id]
+    body = {
+        "to": options.get("to"), "text": options.get("text"),
+        "attach_original": bool(options.get("attach_original")),
+    }  # fmt: skip
     try:
-        files = await original_files(session, data_dir, original)
-        return forward_payload(
-            inbox, original, {"to": options.get("to"), "text": options.get("text")}, files
-        )
+        if body["attach_original"]:
+            files = [await original_message(session, data_dir, original)]
+        else:
+            files = await original_files(session, data_dir, original)
+        return forward_payload(inbox, original, body, files)
     except ValidationError as refused:
         return str(refused)
 

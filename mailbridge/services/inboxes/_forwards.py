@@ -1,7 +1,9 @@
 """Forwarding a message of a thread: an ordinary email from the inbox's address to new
 recipients, the original quoted inline below what the caller writes (a "Forwarded
 message" block: From, Date, Subject, To, then the original's text and HTML) and its
-files attached again.
+files attached again — or, with ``"attach_original": true`` (mailbridge's option; the
+SDK's receiving forward does the same when not ``passthrough``), a received original
+attached whole as ``forwarded_message.eml`` (``message/rfc822``) under the caller's words.
 
 The original's files are read back — a received message's from their blobs, a sent
 one's stored content; a sent file that was fetched from a URL was never stored, so it
@@ -95,11 +97,33 @@ def _file(filename: str, content_type: str, content: bytes) -> dict[str, Any]:
     }
 
 
+def attaches_original(body: Mapping[str, Any]) -> bool:
+    """Whether the forward attaches the original whole (``"attach_original": true``)."""
+    value = body.get("attach_original", False)
+    if not isinstance(value, bool):
+        raise ValidationError("`attach_original` must be true or false.")
+    return value
+
+
+async def original_message(
+    session: AsyncSession, data_dir: Path, original: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A received original's bytes as a ``message/rfc822`` attachment; a sent message
+    has no stored original to attach (422: forward it inline)."""
+    if original.get("direction") != "inbound":
+        raise ValidationError(
+            "`attach_original` forwards a received message; a sent one is forwarded inline."
+        )
+    raw = await inbound.raw_for_download(session, data_dir, str(original["id"]))
+    return _file("forwarded_message.eml", "message/rfc822", raw)
+
+
 def forward_payload(
     inbox: Inbox, original: Mapping[str, Any], body: Mapping[str, Any],
     files: list[dict[str, Any]],
 ) -> dict[str, Any]:  # fmt: skip
-    """The ``POST /emails`` body forwarding ``original`` (a message view) from ``inbox``."""
+    """The ``POST /emails`` body forwarding ``original`` (a message view) from ``inbox``;
+    ``files``: the original's files (inline), or the original itself (attached whole)."""
     if not body.get("to"):
         raise ValidationError("A forward needs `to`.")
     own_files = body.get("attachments") or []
@@ -110,10 +134,14 @@ def forward_payload(
         "to": body["to"],
         "subject": body.get("subject") or forward_subject(original.get("subject")),
         "headers": custom_headers(body.get("headers")),
-        "text": _text(body, original),
-        "html": _html(body, original),
         "attachments": [*own_files, *files],
     }
+    if attaches_original(body):
+        payload["text"] = body.get("text") or ("" if body.get("html") else "Forwarded message.")
+        if body.get("html"):
+            payload["html"] = body["html"]
+    else:
+        payload["text"], payload["html"] = _text(body, original), _html(body, original)
     for field in ("cc", "bcc"):
         if body.get(field) is not None:
             payload[field] = body[field]
