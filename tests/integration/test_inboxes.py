@@ -24,7 +24,7 @@ from mailbridge.storage.tables import ActivityEvent, Contact, Email
 from tests.integration.automation_setup import engine, install, published_template, runs
 from tests.integration.test_dashboard import add_member, csrf_of, sign_in
 from tests.integration.test_inbound import Inbox, dns, inbox, letter  # noqa: F401
-from tests.smtp_listener import smtp_listener
+from tests.smtp_listener import Received, smtp_listener
 
 SUPPORT = "support@shop.io"
 
@@ -48,6 +48,15 @@ async def threads(inbox: Inbox, query: str = "") -> list[dict[str, Any]]:
     assert response.status_code == 200, response.text
     data: list[dict[str, Any]] = response.json()["data"]
     return data
+
+
+async def delivered(inbox: Inbox, count: int = 1) -> list[Received]:
+    """Deliver what is due over real SMTP into a listener; the messages it got."""
+    with smtp_listener() as listener:
+        provider = SmtpProvider(SmtpRelay.from_url(listener.url), pool_size=1)
+        async with DeliveryWorker(inbox.context, provider=provider) as worker:
+            assert await worker.deliver_due() == count
+        return listener.messages()
 
 
 async def write(
@@ -226,11 +235,7 @@ async def test_a_reply_from_the_inbox_and_the_answer_to_it_share_the_thread(
     )
     assert again.json()["id"] == reply_id  # the same reply, not a second one
 
-    with smtp_listener() as listener:
-        provider = SmtpProvider(SmtpRelay.from_url(listener.url), pool_size=1)
-        async with DeliveryWorker(inbox.context, provider=provider) as worker:
-            assert await worker.deliver_due() == 1
-        [sent] = listener.messages()
+    [sent] = await delivered(inbox)
     assert sent.rcpt_tos == ["ann@corp.io"]
     assert sent.header("From") == "Shop Support <support@shop.io>"
     assert sent.header("Subject") == "Re: Broken zipper"
@@ -361,11 +366,7 @@ async def test_drafts_are_written_kept_and_sent(inbox: Inbox) -> None:
     listed_drafts = (await inbox.client.get(drafts)).json()["data"]
     assert listed_drafts == []
 
-    with smtp_listener() as listener:
-        provider = SmtpProvider(SmtpRelay.from_url(listener.url), pool_size=1)
-        async with DeliveryWorker(inbox.context, provider=provider) as worker:
-            assert await worker.deliver_due() == 2
-        by_subject = {each.header("Subject"): each for each in listener.messages()}
+    by_subject = {each.header("Subject"): each for each in await delivered(inbox, 2)}
     assert by_subject["Re: Invoice missing"].header("In-Reply-To") == "<inv-1@corp.io>"
     assert by_subject["Re: Invoice missing"].rcpt_tos == ["ann@corp.io"]
     assert b"aW52b2ljZSA0Mg==" in by_subject["Your invoice"].content  # the file, base64
@@ -460,11 +461,7 @@ async def test_a_message_is_forwarded_with_its_files(inbox: Inbox) -> None:
         json={"to": ["sales@corp.io"], "text": "FYI, can you quote?"},
     )
     assert forwarded.status_code == 200, forwarded.text
-    with smtp_listener() as listener:
-        provider = SmtpProvider(SmtpRelay.from_url(listener.url), pool_size=1)
-        async with DeliveryWorker(inbox.context, provider=provider) as worker:
-            assert await worker.deliver_due() == 1
-        [sent] = listener.messages()
+    [sent] = await delivered(inbox)
     assert sent.rcpt_tos == ["sales@corp.io"]
     assert sent.header("Subject") == "Fwd: Quote please"
     parsed = email.message_from_bytes(sent.content, policy=email.policy.default)
@@ -482,11 +479,7 @@ async def test_a_message_is_forwarded_with_its_files(inbox: Inbox) -> None:
               "attach_original": True},
     )  # fmt: skip
     assert wrapped.status_code == 200, wrapped.text
-    with smtp_listener() as listener:
-        provider = SmtpProvider(SmtpRelay.from_url(listener.url), pool_size=1)
-        async with DeliveryWorker(inbox.context, provider=provider) as worker:
-            assert await worker.deliver_due() == 1
-        [sent] = listener.messages()
+    [sent] = await delivered(inbox)
     parsed = email.message_from_bytes(sent.content, policy=email.policy.default)
     assert isinstance(parsed, email.message.EmailMessage)
     plain = parsed.get_body(("plain",))
@@ -551,11 +544,7 @@ async def test_the_conversation_an_automation_prepares_and_a_member_sends(
         data={"csrf": csrf_of(page), "thread_id": thread["id"]},
     )
     assert sent.status_code == 303 and "Draft+sent" in sent.headers["location"]
-    with smtp_listener() as listener:
-        provider = SmtpProvider(SmtpRelay.from_url(listener.url), pool_size=1)
-        async with DeliveryWorker(context, provider=provider) as worker:
-            assert await worker.deliver_due() == 1
-        [reply] = listener.messages()
+    [reply] = await delivered(inbox)
     assert reply.rcpt_tos == ["ann@corp.io"] and reply.header("In-Reply-To") == "<o77@corp.io>"
     assert reply.header("Subject") == "Re: Where is order 77?"
     await filed(inbox)
