@@ -221,7 +221,7 @@ async def raw_for_download(session: AsyncSession, root: Path, received_id: str) 
     row = await session.get(ReceivedEmail, received_id)
     if row is None:
         raise NotFound("Received email not found.")
-    return read_blob(root, row.blob)
+    return await asyncio.to_thread(read_blob, root, row.blob)  # a file of up to tens of MB
 
 
 async def attachment_for_download(session: AsyncSession, attachment_id: str) -> ReceivedAttachment:
