@@ -51,6 +51,7 @@ class Receiver:
         self.by_type: dict[str, list[int]] = {}  # event type → statuses to answer it first
         self.status = 200
         self.delay = 0.0  # seconds before answering
+        self.arrived = 0  # requests read, answered or not yet (``received`` holds answered)
         # Makes the body of a 2xx answer from the request's payload (a fake agent); None: "ok".
         self.responder: Callable[[dict[str, Any]], bytes] | None = None
         self.lock = threading.Lock()
@@ -99,6 +100,8 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
             body = self.rfile.read(length)
+            with receiver.lock:
+                receiver.arrived += 1
             headers = {name.lower(): value for name, value in self.headers.items()}
             if receiver.delay:
                 time.sleep(receiver.delay)

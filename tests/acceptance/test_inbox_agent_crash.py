@@ -127,9 +127,8 @@ def test_a_runner_killed_while_the_agent_thinks_loses_nothing_and_applies_once(
         ).encode()
         agent.delay = TIMEOUT - 1  # thinking: the first runner dies meanwhile
         first = _start(target, agent.url("/agent"), log)
-        try:
-            _until(lambda: asyncio.run(_call(target.settings, call_id))[0].leased_by,
-                   "the first runner's claim", first, log)  # fmt: skip
+        try:  # killed once its request is at the agent, before the answer
+            _until(lambda: agent.arrived, "the first runner's request", first, log)
         finally:
             first.send_signal(signal.SIGKILL)
             first.wait(60)
