@@ -272,7 +272,9 @@ def _sign_in(browser: webdriver.Chrome, base: str, email: str) -> None:
     browser.find_element(By.NAME, "email").send_keys(email)
     browser.find_element(By.NAME, "password").send_keys(PASSWORD)
     browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-    _wait(lambda: browser.current_url.rstrip("/").endswith("/dashboard"), "the overview")
+    # The overview's own element, not only its URL: the URL changes before the page is in.
+    _wait(lambda: browser.current_url.rstrip("/").endswith("/dashboard")
+          and browser.find_elements(By.ID, "sent-today"), "the overview")  # fmt: skip
 
 
 def _shot(browser: webdriver.Chrome, name: str) -> None:
