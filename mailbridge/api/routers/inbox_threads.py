@@ -211,11 +211,7 @@ async def forward(
         inbox, original = await _answered(
             session, principal, payload, inbox_ref, thread_id, email_id
         )
-        data_dir = context.settings.data_dir
-        if inboxes.attaches_original(payload):
-            files = [await inboxes.original_message(session, data_dir, original)]
-        else:
-            files = await inboxes.original_files(session, data_dir, original)
+        files = await inboxes.forward_files(session, context.settings.data_dir, original, payload)
     body = inboxes.forward_payload(inbox, original, payload, files)
     return answer_response(await send_composed(request, principal, body))
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from mailbridge.services.inbound._listener import parse_listen_address, start_listener
 from mailbridge.services.inbound._reading import (
+    LINK_LIFETIME,
     Links,
     attachment_content,
     attachment_for_download,
@@ -33,6 +34,7 @@ from mailbridge.services.inbound._reading import (
 )
 
 __all__ = [
+    "LINK_LIFETIME",
     "Links",
     "attachment_content",
     "attachment_for_download",

@@ -44,12 +44,7 @@ from mailbridge.services.inboxes._drafts import (
     update_draft,
 )
 from mailbridge.services.inboxes._filing import InboxFiler, file_received, file_sent
-from mailbridge.services.inboxes._forwards import (
-    attaches_original,
-    forward_payload,
-    original_files,
-    original_message,
-)
+from mailbridge.services.inboxes._forwards import forward_files, forward_payload
 from mailbridge.services.inboxes._inboxes import (
     create_inbox,
     delete_inbox,
@@ -108,7 +103,6 @@ __all__ = [
     "agent_call_failed",
     "agent_calls_of",
     "agent_view",
-    "attaches_original",
     "attachment_payload",
     "checked_action",
     "claim_agent_calls",
@@ -127,6 +121,7 @@ __all__ = [
     "file_sent",
     "find_inbox",
     "finish_agent_call",
+    "forward_files",
     "forward_payload",
     "get_draft",
     "get_label",
@@ -145,8 +140,6 @@ __all__ = [
     "message_references",
     "next_agent_call_due",
     "open_drafts",
-    "original_files",
-    "original_message",
     "parse_answer",
     "release_agent_calls",
     "reply_payload",

@@ -23,11 +23,7 @@ from mailbridge.clock import Clock
 from mailbridge.errors import ValidationError
 from mailbridge.services.inboxes._drafts import draft_event
 from mailbridge.services.inboxes._events import Snapshot, thread_updated
-from mailbridge.services.inboxes._forwards import (
-    forward_payload,
-    original_files,
-    original_message,
-)
+from mailbridge.services.inboxes._forwards import forward_files, forward_payload
 from mailbridge.services.inboxes._labels import DEFAULT_COLOR
 from mailbridge.services.inboxes._threads import assignee, message_views
 from mailbridge.storage.tables import (
@@ -125,10 +121,7 @@ async def thread_forward(
         "attach_original": bool(options.get("attach_original")),
     }  # fmt: skip
     try:
-        if body["attach_original"]:
-            files = [await original_message(session, data_dir, original)]
-        else:
-            files = await original_files(session, data_dir, original)
+        files = await forward_files(session, data_dir, original, body)
         return forward_payload(inbox, original, body, files)
     except ValidationError as refused:
         return str(refused)

@@ -53,12 +53,13 @@ def agent_asked(inbox: Inbox, *, configured: bool) -> bool:
 
 
 def offer_to_agent(
-    session: AsyncSession, clock: Clock, inbox: Inbox, thread: InboxThread, email_id: str
+    session: AsyncSession, clock: Clock, inbox: Inbox, message: InboxMessage
 ) -> None:
     now = clock.now()
     session.add(
         InboxAgentCall(
-            team_id=inbox.team_id, inbox_id=inbox.id, thread_id=thread.id, email_id=email_id,
+            team_id=inbox.team_id, inbox_id=inbox.id, thread_id=message.thread_id,
+            email_id=message.id,
             status="pending", attempts=0, due_at=now, created_at=now, updated_at=now,
         )
     )  # fmt: skip
@@ -246,14 +247,9 @@ async def agent_call_failed(
         if delay is None:
             finish_agent_call(call, clock, None, error[:1000])
         else:
-            await session.execute(
-                update(InboxAgentCall)
-                .where(InboxAgentCall.id == call.id)
-                .values(
-                    attempts=call.attempts + 1, due_at=now + delay, error=error[:1000],
-                    leased_by=None, lease_until=None, updated_at=now,
-                )
-            )  # fmt: skip
+            call.attempts += 1
+            call.due_at, call.error, call.updated_at = now + delay, error[:1000], now
+            call.leased_by = call.lease_until = None
         await session.commit()
 
 

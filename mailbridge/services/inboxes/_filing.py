@@ -118,9 +118,7 @@ async def _file_received(session: AsyncSession, clock: Clock, ids: list[str], ag
         if inbox is not None and inbox.team_id == row.team_id:
             message = await file_received(session, clock, inbox, row)
             if message is not None and agent_asked(inbox, configured=agent):
-                thread = await session.get(InboxThread, message.thread_id)
-                assert thread is not None
-                offer_to_agent(session, clock, inbox, thread, message.id)
+                offer_to_agent(session, clock, inbox, message)
                 offered += 1
     return offered
 

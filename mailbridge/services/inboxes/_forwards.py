@@ -118,6 +118,17 @@ async def original_message(
     return _file("forwarded_message.eml", "message/rfc822", raw)
 
 
+async def forward_files(
+    session: AsyncSession, data_dir: Path, original: Mapping[str, Any],
+    body: Mapping[str, Any],
+) -> list[dict[str, Any]]:  # fmt: skip
+    """What a forward attaches of ``original``: the original whole, when ``body`` asks
+    for it, else its files."""
+    if attaches_original(body):
+        return [await original_message(session, data_dir, original)]
+    return await original_files(session, data_dir, original)
+
+
 def forward_payload(
     inbox: Inbox, original: Mapping[str, Any], body: Mapping[str, Any],
     files: list[dict[str, Any]],
